@@ -1,0 +1,20 @@
+# Quickstart: `make demo` (set up and run the bundled example), `make test` (lint, types, tests).
+.PHONY: demo test bench golden clean
+
+demo:
+	@bash scripts/setup.sh runtime
+	@.venv/bin/budgetdiff demo
+
+test:
+	@bash scripts/test.sh
+
+bench:
+	@bash scripts/setup.sh dev
+	.venv/bin/python bench/bench_compare.py
+
+golden:
+	@bash scripts/setup.sh dev
+	.venv/bin/pytest tests/test_golden.py --update-golden
+
+clean:
+	rm -rf .venv build *.egg-info .pytest_cache .mypy_cache .ruff_cache

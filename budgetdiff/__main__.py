@@ -1,0 +1,3 @@
+from budgetdiff.cli import entry
+
+entry()

@@ -1,0 +1,221 @@
+"""The budget file: a strict, frozen pydantic model, and the one loader that reports every problem
+with its file, key and line."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from budgetdiff.errors import BudgetError
+
+FailKind = Literal[
+    "breach", "regression", "low_headroom", "over_budget", "overallocated", "no_base"
+]
+FAIL_KINDS: tuple[str, ...] = FailKind.__args__  # type: ignore[attr-defined]
+Unit = Literal["ms", "s", "us"]
+UNIT_TO_MS = {"ms": 1.0, "s": 1000.0, "us": 0.001}
+_DEFAULT_FAIL_ON: tuple[FailKind, ...] = ("breach", "regression")
+_PERCENT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*%\s*$")
+
+
+def _fraction(value: object) -> object:
+    """'10%' -> 0.1; a number from 0 to 1 is taken as a fraction already."""
+    if isinstance(value, str):
+        m = _PERCENT.match(value)
+        if not m:
+            raise ValueError(f"write a percentage such as '10%', not {value!r}")
+        return float(m.group(1)) / 100
+    if isinstance(value, bool):
+        raise ValueError("write a percentage such as '10%'")
+    if isinstance(value, int | float) and not 0 <= value <= 1:
+        raise ValueError(f"write {value}% (with the % sign) or a fraction from 0 to 1")
+    return value
+
+
+Fraction = Annotated[float, BeforeValidator(_fraction), Field(ge=0, lt=1)]
+Ms = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Slice(_Strict):
+    """One slice of the budget, long form. The short form `decode: 4200` means `budget: 4200`."""
+
+    budget: Ms = Field(description="milliseconds this slice may take at `percentile`")
+    column: str | None = Field(
+        default=None, description="input column holding this slice (default: the slice's name)"
+    )
+    unit: Unit | None = Field(
+        default=None, description="unit of `column` (default: from its suffix, else ms)"
+    )
+
+
+class Slo(_Strict):
+    ttft: Ms | None = Field(default=None, description="time to first token, ms")
+    total: Ms | None = Field(default=None, description="end to end, ms")
+    itl: Ms | None = Field(default=None, description="inter-token latency per token, ms")
+    tpot: Ms | None = Field(default=None, description="time per output token per request, ms")
+
+    def targets(self) -> dict[str, float]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+class Regression(_Strict):
+    min_change: Fraction = Field(
+        default=0.05, description="a smaller relative change never counts ('5%')"
+    )
+    min_ms: float = Field(default=5.0, ge=0, description="nor a smaller absolute one, ms")
+    confidence: float = Field(default=0.95, gt=0.5, lt=1)
+
+
+class Budget(_Strict):
+    """budgetdiff's budget file (`budget.yml`)."""
+
+    version: Literal[1] = 1
+    percentile: float = Field(
+        default=95, gt=0, lt=100, description="budgets and SLOs are stated at this percentile"
+    )
+    slo: Slo = Field(default_factory=Slo)
+    slices: dict[str, Annotated[Slice, BeforeValidator(lambda v: _short_slice(v))]] = Field(
+        default_factory=dict,
+        description="in the order a request crosses them: `name: ms` or `name: {budget: ms, ...}`",
+    )
+    first_token_after: str | None = Field(
+        default=None, description="TTFT = the slices up to and including this one"
+    )
+    headroom: Fraction = Field(default=0.10, description="flag an SLO metric with less than this")
+    regression: Regression = Field(default_factory=Regression)
+    fail_on: list[FailKind] = Field(default_factory=lambda: list(_DEFAULT_FAIL_ON))
+
+    @field_validator("slices")
+    @classmethod
+    def _slice_names(cls, v: dict[str, Slice]) -> dict[str, Slice]:
+        for name in v:
+            if not name or len(name) > 100:
+                raise ValueError("slice names are 1 to 100 characters")
+        return v
+
+    @model_validator(mode="after")
+    def _first_token_slice(self) -> Budget:
+        if self.first_token_after is not None and self.first_token_after not in self.slices:
+            raise ValueError(
+                f"first_token_after: {self.first_token_after!r} is not one of the slices "
+                f"({', '.join(self.slices) or 'none'})"
+            )
+        return self
+
+    @property
+    def ttft_slices(self) -> list[str]:
+        """The slices whose sum is the time to first token."""
+        names = list(self.slices)
+        last = self.first_token_after
+        if last is None:
+            for candidate in ("first_token", "prefill"):
+                if candidate in names:
+                    last = candidate
+                    break
+        return names[: names.index(last) + 1] if last is not None else []
+
+    def slice_budget(self, name: str) -> float | None:
+        s = self.slices.get(name)
+        return s.budget if s else None
+
+
+def _short_slice(value: object) -> object:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return {"budget": value}
+    return value
+
+
+def json_schema() -> dict[str, Any]:
+    schema = Budget.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "budgetdiff budget file"
+    return schema
+
+
+def parse_budget(text: str, source: str) -> Budget:
+    """Parse YAML text into a Budget; every problem becomes one line `source:line: key: what`."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+        root = yaml.compose(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise BudgetError(f"{source}{where}: not valid YAML ({problem})") from None
+    if data is None:
+        raise BudgetError(
+            f"{source}: the budget file is empty; run `budgetdiff schema` to see keys"
+        )
+    if not isinstance(data, Mapping):
+        raise BudgetError(
+            f"{source}: the budget must be a mapping of keys, see `budgetdiff schema`"
+        )
+    try:
+        return Budget.model_validate(data)
+    except ValidationError as e:
+        lines = []
+        for err in e.errors():
+            loc = [
+                str(p) for p in err["loc"] if p not in ("function-before[_short_slice(), Slice]",)
+            ]
+            loc = [p for p in loc if not p.startswith("function-")]
+            key = ".".join(loc) or "(top level)"
+            line = _line_of(root, loc)
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                msg = "unknown key (misspelt?); `budgetdiff schema` lists the keys"
+            lines.append(f"{source}{f':{line}' if line else ''}: {key}: {msg}")
+        raise BudgetError("\n".join(lines)) from None
+
+
+def _line_of(node: Any, loc: list[str]) -> int | None:
+    """The 1-based line of the YAML node at `loc`, as far down as it exists."""
+    import yaml
+
+    line = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if str(key.value) == part:
+                    line = key.start_mark.line + 1
+                    node = value
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and part.isdigit() and int(part) < len(node.value):
+            node = node.value[int(part)]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def load_budget(path: Path) -> Budget:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BudgetError(
+            f"{path}: no such budget file; pass --budget FILE or create budget.yml "
+            "(`budgetdiff schema` lists the keys)"
+        ) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BudgetError(f"{path}: cannot read the budget file ({e})") from None
+    return parse_budget(text, str(path))

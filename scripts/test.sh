@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Lint, types, workflow security and tests: exactly what `make test` and CI run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh dev
+bin=${VENV:-.venv}/bin
+echo "== ruff"; "$bin/ruff" check budgetdiff tests bench tools && "$bin/ruff" format --check budgetdiff tests bench tools
+echo "== mypy"; "$bin/mypy"
+if [ -f action.yml ]; then
+  echo "== zizmor"; "$bin/zizmor" --offline --no-progress action.yml .github/workflows examples/workflows
+fi
+echo "== pytest"; "$bin/pytest"
