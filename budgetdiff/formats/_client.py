@@ -1,0 +1,252 @@
+"""Validation shared by the client-side benchmark readers: parse untrusted JSON, check each field.
+
+Every check raises one `InputError` that names the format, the file and the key, and says how
+to fix it; nothing here lets a KeyError, TypeError or ValueError escape to the user.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence, Sized
+from dataclasses import dataclass
+from typing import Any, TypeGuard
+
+import numpy as np
+
+from budgetdiff.errors import InputError
+from budgetdiff.table import FloatArray, Itl
+
+# Milliseconds per unit, for the unit strings AIPerf and genai-perf write next to a value.
+_MS_PER_UNIT = {
+    "ns": 1e-6,
+    "us": 1e-3,
+    "ms": 1.0,
+    "s": 1000.0,
+    "sec": 1000.0,
+    "secs": 1000.0,
+    "seconds": 1000.0,
+}
+_PERCENTILE_KEY = re.compile(r"p(\d{1,2}(?:\.\d+)?)")
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """Where we are: the format, the file, and what the file should have been (for messages)."""
+
+    fmt: str
+    source: str
+    hint: str
+
+    def error(self, where: str, problem: str) -> InputError:
+        where_part = f"{where} " if where else ""
+        return InputError(
+            f"{self.fmt}: {self.source}: {where_part}{problem}; is this {self.hint}? "
+            "(use --format to pick another)"
+        )
+
+
+def load_json(data: bytes, ctx: Ctx) -> Any:
+    """The whole file as one JSON value (`Infinity`/`NaN` literals allowed, as Python writes)."""
+    text = _text(data, ctx)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ctx.error("", _json_problem(exc)) from None
+    except ValueError as exc:  # an integer literal longer than Python's digit limit
+        raise ctx.error("", f"holds a number JSON cannot hold ({exc})") from None
+    except RecursionError:
+        raise ctx.error("", "is nested too deeply to be a results file") from None
+
+
+def iter_json_values(data: bytes, ctx: Ctx) -> Iterator[tuple[int, Any]]:
+    """Consecutive JSON values (JSON Lines, or objects appended one after another)."""
+    text = _text(data, ctx)
+    decoder = json.JSONDecoder()
+    pos = 0
+    end = len(text)
+    while True:
+        while pos < end and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= end:
+            return
+        line = text.count("\n", 0, pos) + 1
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            raise ctx.error(f"line {exc.lineno}:", _json_problem(exc)) from None
+        except ValueError as exc:  # an integer literal longer than Python's digit limit
+            raise ctx.error(f"line {line}:", f"holds a number JSON cannot hold ({exc})") from None
+        except RecursionError:
+            raise ctx.error(f"line {line}:", "is nested too deeply") from None
+        yield line, value
+
+
+def _text(data: bytes, ctx: Ctx) -> str:
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ctx.error("", f"is not UTF-8 text (byte {exc.start})") from None
+
+
+def _json_problem(exc: json.JSONDecodeError) -> str:
+    if exc.pos >= len(exc.doc.rstrip()):
+        return "ends in the middle of a JSON value (truncated file?)"
+    return f"is not valid JSON at line {exc.lineno} column {exc.colno} ({exc.msg})"
+
+
+def obj(value: Any, where: str, ctx: Ctx) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ctx.error(where, f"must be a JSON object, not {_kind(value)}")
+    return value
+
+
+def arr(value: Any, where: str, ctx: Ctx) -> list[Any]:
+    if not isinstance(value, list):
+        raise ctx.error(where, f"must be a JSON list, not {_kind(value)}")
+    return value
+
+
+def key(mapping: Mapping[str, Any], name: str, ctx: Ctx, where: str = "") -> Any:
+    """`mapping[name]`; when missing, the error names `where` (default: key 'name')."""
+    if name not in mapping:
+        raise ctx.error(where or f"key '{name}'", "is missing")
+    return mapping[name]
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def is_number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def finite(value: Any) -> float | None:
+    """A JSON number as a finite float, or None (for optional header values such as the load)."""
+    if not is_number(value):
+        return None
+    try:
+        out = float(value)
+    except OverflowError:
+        return None
+    return out if math.isfinite(out) else None
+
+
+def number(value: Any, where: str, ctx: Ctx, *, latency: bool = False) -> float:
+    """A JSON number; `latency=True` also demands finite and >= 0."""
+    if not is_number(value):
+        raise ctx.error(where, f"must be a number, not {_kind(value)}")
+    try:
+        out = float(value)
+    except OverflowError:
+        raise ctx.error(where, "is a number too large for a float") from None
+    if latency and not (math.isfinite(out) and out >= 0.0):
+        raise ctx.error(where, f"must be a finite latency >= 0, not {out!r}")
+    return out
+
+
+def optional_number(value: Any, where: str, ctx: Ctx, *, latency: bool = False) -> float:
+    """Like `number`, but null gives NaN (a value the request does not have)."""
+    if value is None:
+        return math.nan
+    return number(value, where, ctx, latency=latency)
+
+
+def numbers(value: Any, where: str, ctx: Ctx, *, latency: bool = False) -> FloatArray:
+    """A JSON list of numbers as float64; `latency=True` also demands finite and >= 0."""
+    items = arr(value, where, ctx)
+    for i, item in enumerate(items):
+        if not is_number(item):
+            raise ctx.error(f"{where}[{i}]", f"must be a number, not {_kind(item)}")
+    try:
+        out = np.asarray(items, dtype=np.float64).reshape(len(items))
+    except OverflowError:
+        raise ctx.error(where, "holds a number too large for a float") from None
+    if latency:
+        bad = ~(np.isfinite(out) & (out >= 0.0))
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ctx.error(f"{where}[{i}]", f"must be a finite latency >= 0, not {out[i]!r}")
+    return out
+
+
+def same_length(arrays: Mapping[str, Sized], ctx: Ctx, prefix: str = "") -> int:
+    """The common length of per-request lists; an error names the two keys that disagree."""
+    lengths = {name: len(a) for name, a in arrays.items()}
+    first = next(iter(lengths))
+    for name, length in lengths.items():
+        if length != lengths[first]:
+            raise ctx.error(
+                f"{prefix}key '{name}'",
+                f"has {length} entries but '{first}' has {lengths[first]} (one per request)",
+            )
+    return lengths[first]
+
+
+def pooled(gaps: Sequence[FloatArray]) -> Itl:
+    """Per-request gap arrays pooled into one `Itl`."""
+    lengths = np.array([len(g) for g in gaps], dtype=np.int64)
+    offsets = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lengths, dtype=np.int64)])
+    values = np.concatenate(gaps) if gaps else np.empty(0)
+    return Itl(values=np.asarray(values, dtype=np.float64), offsets=offsets)
+
+
+def ms_per(unit: Any, where: str, ctx: Ctx) -> float:
+    """Milliseconds per one `unit` (as AIPerf / genai-perf spell units)."""
+    if not isinstance(unit, str) or unit.lower() not in _MS_PER_UNIT:
+        raise ctx.error(where, f"has unit {unit!r}; expected one of {', '.join(_MS_PER_UNIT)}")
+    return _MS_PER_UNIT[unit.lower()]
+
+
+def percentiles(stats: Mapping[str, Any], where: str, ctx: Ctx, scale: float) -> dict[float, float]:
+    """`{"p50": v, "p99": v, ...}` (other keys ignored) as {50.0: v*scale, ...}, validated."""
+    out: dict[float, float] = {}
+    for name, value in stats.items():
+        match = _PERCENTILE_KEY.fullmatch(name)
+        if match is None:
+            continue
+        out[float(match.group(1))] = number(value, f"{where}.{name}", ctx, latency=True) * scale
+    return out
+
+
+def load_name(concurrency: float | None, rate: float | None) -> str:
+    """A stable scenario name from load settings: 'concurrency=8', 'rate=10.0/s' or both."""
+    parts = []
+    if concurrency is not None:
+        parts.append(f"concurrency={_num_text(concurrency)}")
+    if rate is not None and math.isfinite(rate):
+        parts.append(f"rate={float(rate)}/s")
+    return ", ".join(parts) if parts else "rate=inf"
+
+
+def _num_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def unique_names(names: list[str]) -> list[str]:
+    """Make scenario names distinct by numbering repeats: 'rate=inf', 'rate=inf #2'."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
+    return out
+
+
+def sniff_keys(head: bytes, *keys: bytes) -> bool:
+    """True when every quoted JSON key in `keys` occurs in `head` as a key (followed by ':')."""
+    return all(re.search(b'"' + re.escape(k) + rb'"\s*:', head) is not None for k in keys)

@@ -1,0 +1,262 @@
+"""Reader for AIPerf's exports: `profile_export.jsonl` (one record per request) and
+`profile_export_aiperf.json` (aggregate percentiles only).
+
+Per-request records carry `{"value": v, "unit": "ms"}` metrics; the inter-chunk gaps of every
+request become the ITL. Warm-up records are skipped; records with an `error` are failed
+requests. The aggregate file yields a Run with `n == 0` and `summary` percentiles.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+from budgetdiff.formats import ReadOptions
+from budgetdiff.formats._client import (
+    Ctx,
+    arr,
+    finite,
+    is_number,
+    iter_json_values,
+    key,
+    load_json,
+    ms_per,
+    number,
+    obj,
+    percentiles,
+    pooled,
+)
+from budgetdiff.table import FloatArray, Run
+
+NAME = "aiperf"
+HINT = "an AIPerf `profile_export.jsonl` or `profile_export_aiperf.json` file"
+
+_RECORD_ANY = re.compile(rb'"(?:x_request_id|request_start_ns|benchmark_phase)"\s*:')
+# AIPerf's metric shape: "metrics": {"request_latency": {"value": ...
+_RECORD_METRIC = re.compile(rb'"metrics"\s*:\s*\{\s*"\w+"\s*:\s*\{\s*"value"\s*:')
+_AGGREGATE = re.compile(rb'"aiperf_version"\s*:')
+_STATS = re.compile(rb'"(?:time_to_first_token|request_latency)"\s*:\s*\{\s*"unit"')
+
+# aggregate metric -> the summary names it fills
+_SUMMARY_NAMES = {
+    "time_to_first_token": ("ttft", "first_token"),
+    "request_latency": ("total",),
+    "inter_chunk_latency": ("itl",),
+    "decode_duration": ("decode",),
+    "inter_token_latency": ("tpot",),
+}
+
+
+def sniff(head: bytes, name: str) -> bool:
+    """A per-request record (`metadata` + `metrics` objects) or the aggregate (`aiperf_version`)."""
+    if _AGGREGATE.search(head) and _STATS.search(head):
+        return True
+    return (
+        _RECORD_METRIC.search(head) is not None
+        and re.search(rb'"metadata"\s*:\s*\{', head) is not None
+        and _RECORD_ANY.search(head) is not None
+    )
+
+
+def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
+    ctx = Ctx(NAME, source, HINT)
+    head = data[:65536]
+    if _AGGREGATE.search(head) and not _RECORD_METRIC.search(head):
+        return [_aggregate(obj(load_json(data, ctx), "top level", ctx), ctx)]
+    return [_records(data, ctx)]
+
+
+def _records(data: bytes, ctx: Ctx) -> Run:
+    ttft: list[float] = []
+    total: list[float] = []
+    gaps: list[FloatArray] = []
+    isl: list[float] = []
+    osl: list[float] = []
+    ids: list[str] = []
+    start: list[float] = []
+    end: list[float] = []
+    ok: list[bool] = []
+    has_ttft = False
+    for line, value in iter_json_values(data, ctx):
+        where = f"line {line}:"
+        record = obj(value, where, ctx)
+        metadata = _sub(record, "metadata", f"{where} key 'metadata'", ctx)
+        phase = metadata.get("benchmark_phase")
+        if isinstance(phase, str) and phase == "warmup":
+            continue
+        metrics = _sub(record, "metrics", f"{where} key 'metrics'", ctx)
+        failed = record.get("error") is not None
+        ok.append(not failed)
+        latency = _metric(metrics, "request_latency", where, ctx, required=not failed)
+        first = _metric(metrics, "time_to_first_token", where, ctx, required=False)
+        has_ttft = has_ttft or not math.isnan(first)
+        total.append(math.nan if failed else latency)
+        ttft.append(math.nan if failed else first)
+        gaps.append(np.empty(0) if failed else _gaps(metrics, where, ctx))
+        isl.append(_metric(metrics, "input_sequence_length", where, ctx, required=False, scale=1))
+        osl.append(_metric(metrics, "output_sequence_length", where, ctx, required=False, scale=1))
+        request_id = metadata.get("x_request_id")
+        ids.append(request_id if isinstance(request_id, str) else "")
+        start.append(_ns(metadata, "request_start_ns", where, ctx))
+        end.append(_ns(metadata, "request_end_ns", where, ctx))
+    n = len(ok)
+    if n == 0:
+        raise ctx.error("", "holds no profiling records")
+    ok_arr = np.array(ok, dtype=bool)
+    total_arr = np.array(total, dtype=np.float64)
+    ttft_arr = np.array(ttft, dtype=np.float64)
+    if has_ttft:
+        missing = ok_arr & np.isnan(ttft_arr)
+        if missing.any():
+            raise ctx.error(
+                f"record {int(np.argmax(missing)) + 1}: key 'metrics.time_to_first_token'",
+                "is missing (other records have it)",
+            )
+    slices: dict[str, FloatArray] = {}
+    if has_ttft:
+        decode = total_arr - ttft_arr
+        bad = ok_arr & (decode < -1e-6)
+        if bad.any():
+            raise ctx.error(
+                f"record {int(np.argmax(bad)) + 1}: key 'metrics.request_latency'",
+                "is shorter than time_to_first_token",
+            )
+        slices = {"first_token": ttft_arr, "decode": np.maximum(decode, 0.0)}
+    start_arr = np.array(start, dtype=np.float64)
+    end_arr = np.array(end, dtype=np.float64)
+    duration = None
+    if np.isfinite(start_arr).any() and np.isfinite(end_arr).any():
+        duration = float(np.nanmax(end_arr) - np.nanmin(start_arr))
+    isl_arr = np.array(isl, dtype=np.float64)
+    osl_arr = np.array(osl, dtype=np.float64)
+    return Run(
+        source=ctx.source,
+        n=n,
+        slices=slices,
+        ttft=ttft_arr if has_ttft else None,
+        total=total_arr,
+        ok=ok_arr,
+        request_id=np.array(ids, dtype=np.str_) if any(ids) else None,
+        input_tokens=None if np.isnan(isl_arr).all() else isl_arr,
+        output_tokens=None if np.isnan(osl_arr).all() else osl_arr,
+        itl=pooled(gaps) if any(len(g) for g in gaps) else None,
+        start_time=None if np.isnan(start_arr).all() else start_arr,
+        duration_s=duration,
+        meta={"tool": "aiperf"},
+    )
+
+
+def _metric(
+    metrics: dict[str, Any],
+    name: str,
+    where: str,
+    ctx: Ctx,
+    *,
+    required: bool,
+    scale: float | None = None,
+) -> float:
+    """One `{"value": v, "unit": u}` metric in ms (or times `scale`); NaN when absent."""
+    prefix = f"{where} key 'metrics.{name}"
+    if name not in metrics:
+        if required:
+            raise ctx.error(f"{prefix}'", "is missing")
+        return math.nan
+    entry = obj(metrics[name], f"{prefix}'", ctx)
+    value = number(key(entry, "value", ctx, f"{prefix}.value'"), f"{prefix}.value'", ctx)
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ctx.error(f"{prefix}.value'", f"must be a finite value >= 0, not {value!r}")
+    if scale is None:
+        scale = ms_per(key(entry, "unit", ctx, f"{prefix}.unit'"), f"{prefix}.unit'", ctx)
+    return value * scale
+
+
+def _sub(mapping: dict[str, Any], name: str, where: str, ctx: Ctx) -> dict[str, Any]:
+    return obj(key(mapping, name, ctx, where), where, ctx)
+
+
+def _gaps(metrics: dict[str, Any], where: str, ctx: Ctx) -> FloatArray:
+    name = "inter_chunk_latency"
+    prefix = f"{where} key 'metrics.{name}"
+    if name not in metrics:
+        return np.empty(0)
+    entry = obj(metrics[name], f"{prefix}'", ctx)
+    raw = key(entry, "value", ctx, f"{prefix}.value'")
+    if is_number(raw):  # a request with one gap may be written as a bare number
+        raw = [raw]
+    values = arr(raw, f"{prefix}.value'", ctx)
+    out = np.empty(len(values))
+    for i, item in enumerate(values):
+        out[i] = number(item, f"{prefix}.value'[{i}]", ctx, latency=True)
+    return out * ms_per(key(entry, "unit", ctx, f"{prefix}.unit'"), f"{prefix}.unit'", ctx)
+
+
+def _ns(metadata: dict[str, Any], name: str, where: str, ctx: Ctx) -> float:
+    value = metadata.get(name)
+    if value is None:
+        return math.nan
+    return number(value, f"{where} key 'metadata.{name}'", ctx, latency=True) / 1e9
+
+
+def _aggregate(doc: dict[str, Any], ctx: Ctx) -> Run:
+    summary: dict[str, dict[float, float]] = {}
+    for metric, names in _SUMMARY_NAMES.items():
+        if metric not in doc:
+            continue
+        where = f"key '{metric}'"
+        stats = obj(doc[metric], where, ctx)
+        unit_where = f"key '{metric}.unit'"
+        scale = ms_per(key(stats, "unit", ctx, unit_where), unit_where, ctx)
+        values = percentiles(stats, where, ctx, scale)
+        if values:
+            for summary_name in names:
+                summary[summary_name] = dict(values)
+    if "total" not in summary:
+        raise ctx.error("key 'request_latency'", "is missing (no latency percentiles)")
+    count = _avg(doc, "request_count", ctx)
+    duration = _avg(doc, "benchmark_duration", ctx)
+    return Run(
+        source=ctx.source,
+        n=0,
+        summary=summary,
+        summary_count=int(count) if count is not None else None,
+        duration_s=duration,
+        meta=_aggregate_meta(doc),
+    )
+
+
+def _avg(doc: dict[str, Any], name: str, ctx: Ctx) -> float | None:
+    if name not in doc:
+        return None
+    stats = obj(doc[name], f"key '{name}'", ctx)
+    if "avg" not in stats:
+        return None
+    return number(stats["avg"], f"key '{name}.avg'", ctx, latency=True)
+
+
+def _aggregate_meta(doc: dict[str, Any]) -> dict[str, str | float]:
+    meta: dict[str, str | float] = {"tool": "aiperf"}
+    version = doc.get("aiperf_version")
+    if isinstance(version, str):
+        meta["tool_version"] = version
+    config = doc.get("input_config")
+    if not isinstance(config, dict):
+        return meta
+    models = config.get("models")
+    items = models.get("items") if isinstance(models, dict) else None
+    if isinstance(items, list) and items and isinstance(items[0], dict):
+        model = items[0].get("name")
+        if isinstance(model, str):
+            meta["model"] = model
+    phases = config.get("phases")
+    if isinstance(phases, list):
+        for phase in phases:
+            if not isinstance(phase, dict) or phase.get("kind", "profiling") != "profiling":
+                continue
+            for out_key, in_key in (("concurrency", "concurrency"), ("rate", "request_rate")):
+                value = finite(phase.get(in_key))
+                if value is not None:
+                    meta[out_key] = value
+    return meta

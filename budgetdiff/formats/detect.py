@@ -1,0 +1,66 @@
+"""The format registry: `--format NAME` or detection from the content of the file."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from budgetdiff.errors import InputError, UsageError
+from budgetdiff.formats import ReadOptions
+from budgetdiff.table import Run
+
+# Most specific first: the native table reader accepts any table, so it comes last.
+FORMATS = (
+    "vllm",
+    "sglang",
+    "aiperf",
+    "genai-perf",
+    "llmperf",
+    "guidellm",
+    "inference-perf",
+    "otlp",
+    "prometheus",
+    "native",
+)
+ALIASES = {
+    "csv": "native",
+    "tsv": "native",
+    "parquet": "native",
+    "jsonl": "native",
+    "json": "native",
+    "otlp-json": "otlp",
+}
+SNIFF_BYTES = 64 * 1024
+
+
+def names() -> list[str]:
+    return ["auto", *FORMATS]
+
+
+def module(name: str) -> ModuleType:
+    name = ALIASES.get(name, name)
+    if name not in FORMATS:
+        raise UsageError(f"--format {name!r}: unknown; choose one of {', '.join(names())}")
+    return importlib.import_module(f"budgetdiff.formats.{name.replace('-', '_')}")
+
+
+def detect(data: bytes, source: str, options: ReadOptions) -> ModuleType:
+    head = data[:SNIFF_BYTES]
+    for name in FORMATS:
+        mod = module(name)
+        if mod.sniff(head, source):
+            return mod
+    if options.columns:  # the budget maps its own column names: a native table
+        return module("native")
+    raise InputError(
+        f"{source}: not a format budgetdiff recognises (tried {', '.join(FORMATS)}); pass "
+        "--format NAME, or write a CSV/JSON table with one row per request"
+    )
+
+
+def read(data: bytes, source: str, fmt: str, options: ReadOptions) -> list[Run]:
+    mod = detect(data, source, options) if fmt == "auto" else module(fmt)
+    runs: list[Run] = mod.read(data, source, options)
+    if not runs:
+        raise InputError(f"{source}: {mod.NAME}: the file holds no runs")
+    return runs

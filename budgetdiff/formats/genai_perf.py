@@ -1,0 +1,280 @@
+"""Reader for genai-perf's exports: `profile_export.json` (raw per-request timestamps) and
+`profile_export_genai_perf.json` (aggregate percentiles only).
+
+From the raw file, as genai-perf itself does, streamed responses without content (the role
+chunk, `[DONE]`) are dropped; TTFT is the first content response minus the request timestamp,
+the total is the last one minus it, and the ITL is every gap between content responses.
+Each entry of `experiments` is one scenario. The aggregate file yields a Run with `n == 0`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from budgetdiff.formats import ReadOptions
+from budgetdiff.formats._client import (
+    Ctx,
+    arr,
+    finite,
+    is_number,
+    key,
+    load_json,
+    load_name,
+    ms_per,
+    number,
+    obj,
+    percentiles,
+    pooled,
+    unique_names,
+)
+from budgetdiff.table import FloatArray, Run
+
+NAME = "genai-perf"
+HINT = "a genai-perf `profile_export.json` or `profile_export_genai_perf.json` file"
+
+_RAW = re.compile(rb'"experiments"\s*:\s*\[')
+_RAW_ANY = re.compile(rb'"(?:response_timestamps|request_inputs|experiment)"\s*:')
+_STATS = re.compile(rb'"time_to_first_token"\s*:\s*\{\s*"unit"')
+_GENAI_ANY = re.compile(rb'"(?:perf_analyzer|request_goodput|request_throughput)"\s*:')
+_AIPERF = re.compile(rb'"(?:aiperf_version|schema_version)"\s*:')
+
+_SUMMARY_NAMES = {
+    "time_to_first_token": ("ttft", "first_token"),
+    "request_latency": ("total",),
+    "inter_token_latency": ("tpot",),  # genai-perf's ITL is a per-request average
+}
+
+
+def sniff(head: bytes, name: str) -> bool:
+    """The raw export (`experiments` of `requests` with `response_timestamps`) or the aggregate."""
+    if _RAW.search(head) and _RAW_ANY.search(head):
+        return True
+    return bool(_STATS.search(head) and _GENAI_ANY.search(head) and not _AIPERF.search(head))
+
+
+def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
+    ctx = Ctx(NAME, source, HINT)
+    doc = obj(load_json(data, ctx), "top level", ctx)
+    if "experiments" not in doc and "time_to_first_token" in doc:
+        return [_aggregate(doc, ctx)]
+    experiments = arr(key(doc, "experiments", ctx), "key 'experiments'", ctx)
+    if not experiments:
+        raise ctx.error("key 'experiments'", "is empty")
+    openai = doc.get("service_kind", "openai") == "openai"
+    meta: dict[str, str | float] = {"tool": "genai-perf"}
+    for out_key, in_key in (("tool_version", "version"), ("endpoint", "endpoint")):
+        value = doc.get(in_key)
+        if isinstance(value, str):
+            meta[out_key] = value
+    runs = [
+        _experiment(obj(e, f"key 'experiments'[{i}]", ctx), i, ctx, openai, meta)
+        for i, e in enumerate(experiments)
+    ]
+    if len(runs) == 1:
+        return runs
+    names = unique_names([_load_name(r.meta) for r in runs])
+    return [_named(r, n) for r, n in zip(runs, names, strict=True)]
+
+
+def _load_name(meta: dict[str, str | float]) -> str:
+    concurrency = meta.get("concurrency")
+    rate = meta.get("rate")
+    return load_name(
+        float(concurrency) if isinstance(concurrency, float) else None,
+        float(rate) if isinstance(rate, float) else None,
+    )
+
+
+def _named(run: Run, name: str) -> Run:
+    return replace(run, scenario=name)
+
+
+def _experiment(
+    exp: dict[str, Any], index: int, ctx: Ctx, openai: bool, base_meta: dict[str, str | float]
+) -> Run:
+    where = f"key 'experiments'[{index}]"
+    meta = dict(base_meta)
+    setting = exp.get("experiment")
+    if isinstance(setting, dict):
+        mode, value = setting.get("mode"), finite(setting.get("value"))
+        if value is not None:
+            if mode == "concurrency":
+                meta["concurrency"] = value
+            elif mode == "request_rate":
+                meta["rate"] = value
+    requests = arr(key(exp, "requests", ctx, f"{where}.requests"), f"{where}.requests", ctx)
+    n = len(requests)
+    ttft = np.full(n, np.nan)
+    total = np.full(n, np.nan)
+    start = np.full(n, np.nan)
+    ok = np.zeros(n, dtype=bool)
+    gaps: list[FloatArray] = []
+    for i, raw in enumerate(requests):
+        rwhere = f"{where}.requests[{i}]"
+        request = obj(raw, rwhere, ctx)
+        sent_raw = key(request, "timestamp", ctx, f"{rwhere}.timestamp")
+        sent = number(sent_raw, f"{rwhere}.timestamp", ctx, latency=True)
+        stamps = arr(
+            key(request, "response_timestamps", ctx, f"{rwhere}.response_timestamps"),
+            f"{rwhere}.response_timestamps",
+            ctx,
+        )
+        for j, stamp in enumerate(stamps):
+            if not is_number(stamp):
+                number(stamp, f"{rwhere}.response_timestamps[{j}]", ctx)
+        outputs = request.get("response_outputs")
+        keep = list(range(len(stamps)))
+        if openai:
+            outputs = arr(
+                key(request, "response_outputs", ctx, f"{rwhere}.response_outputs"),
+                f"{rwhere}.response_outputs",
+                ctx,
+            )
+            if len(outputs) != len(stamps):
+                raise ctx.error(
+                    f"{rwhere}.response_outputs",
+                    f"has {len(outputs)} entries but response_timestamps has {len(stamps)}",
+                )
+            keep = [j for j, out in enumerate(outputs) if _has_content(out)]
+        start[i] = sent / 1e9
+        if not keep:
+            gaps.append(np.empty(0))
+            continue
+        # subtract before converting: epoch nanoseconds do not fit a float64 exactly
+        rel_ms = np.array(
+            [number(stamps[j] - sent_raw, f"{rwhere}.response_timestamps[{j}]", ctx) for j in keep]
+        )
+        rel_ms /= 1e6
+        if not np.isfinite(rel_ms).all() or (rel_ms < 0).any() or (np.diff(rel_ms) < 0).any():
+            raise ctx.error(
+                f"{rwhere}.response_timestamps",
+                "must be finite, after the request timestamp and in increasing order",
+            )
+        ok[i] = True
+        ttft[i] = rel_ms[0]
+        total[i] = rel_ms[-1]
+        gaps.append(np.diff(rel_ms))
+    if n == 0:
+        raise ctx.error(f"{where}.requests", "is empty")
+    duration = None
+    bounds = exp.get("window_boundaries")
+    if isinstance(bounds, list) and len(bounds) >= 2:
+        first, last = finite(bounds[0]), finite(bounds[-1])
+        if first is not None and last is not None and last >= first:
+            duration = (last - first) / 1e9
+    model = _model(requests)
+    if model is not None:
+        meta["model"] = model
+    return Run(
+        source=ctx.source,
+        n=n,
+        slices={"first_token": ttft, "decode": total - ttft},
+        ttft=ttft,
+        total=total,
+        ok=ok,
+        itl=pooled(gaps),
+        start_time=start,
+        duration_s=duration,
+        meta=meta,
+    )
+
+
+def _has_content(output: Any) -> bool:
+    """Whether one recorded response carries generated text (genai-perf's own rule)."""
+    if not isinstance(output, dict):
+        return False
+    text = output.get("response")
+    if not isinstance(text, str):
+        return bool(output)  # a non-OpenAI output object: any output counts
+    text = text.strip()
+    if not text.startswith("data:"):
+        return _json_has_content(text)
+    for event in text.split("\n\n"):
+        payload = event.strip().removeprefix("data:").strip()
+        if payload and payload != "[DONE]" and _json_has_content(payload):
+            return True
+    return False
+
+
+def _json_has_content(payload: str) -> bool:
+    try:
+        body = json.loads(payload)
+    except (json.JSONDecodeError, RecursionError):
+        return False
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        return False
+    choice = choices[0]
+    for part in (choice.get("delta"), choice.get("message"), choice):
+        if isinstance(part, dict):
+            for field in ("content", "text", "reasoning_content"):
+                value = part.get(field)
+                if isinstance(value, str) and value:
+                    return True
+    return False
+
+
+def _model(requests: list[Any]) -> str | None:
+    """The model named in the first request's payload, if it says."""
+    if not requests or not isinstance(requests[0], dict):
+        return None
+    inputs = requests[0].get("request_inputs")
+    payload = inputs.get("payload") if isinstance(inputs, dict) else None
+    if not isinstance(payload, str):
+        return None
+    try:
+        body = json.loads(payload)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    model = body.get("model") if isinstance(body, dict) else None
+    return model if isinstance(model, str) else None
+
+
+def _aggregate(doc: dict[str, Any], ctx: Ctx) -> Run:
+    summary: dict[str, dict[float, float]] = {}
+    for metric, names in _SUMMARY_NAMES.items():
+        if metric not in doc:
+            continue
+        where = f"key '{metric}'"
+        stats = obj(doc[metric], where, ctx)
+        unit_where = f"key '{metric}.unit'"
+        scale = ms_per(key(stats, "unit", ctx, unit_where), unit_where, ctx)
+        values = percentiles(stats, where, ctx, scale)
+        for summary_name in names:
+            summary[summary_name] = dict(values)
+    if "total" not in summary:
+        raise ctx.error("key 'request_latency'", "is missing (no latency percentiles)")
+    count = None
+    counts = doc.get("request_count")
+    if isinstance(counts, dict) and "avg" in counts:
+        count = int(number(counts["avg"], "key 'request_count.avg'", ctx, latency=True))
+    return Run(
+        source=ctx.source,
+        n=0,
+        summary=summary,
+        summary_count=count,
+        meta=_aggregate_meta(doc),
+    )
+
+
+def _aggregate_meta(doc: dict[str, Any]) -> dict[str, str | float]:
+    meta: dict[str, str | float] = {"tool": "genai-perf"}
+    config = doc.get("input_config")
+    if not isinstance(config, dict):
+        return meta
+    models = config.get("model_names")
+    if isinstance(models, list) and models and isinstance(models[0], str):
+        meta["model"] = models[0]
+    analyzer = config.get("perf_analyzer")
+    stimulus = analyzer.get("stimulus") if isinstance(analyzer, dict) else None
+    if isinstance(stimulus, dict):
+        for out_key, in_key in (("concurrency", "concurrency"), ("rate", "request_rate")):
+            value = finite(stimulus.get(in_key))
+            if value is not None:
+                meta[out_key] = value
+    return meta

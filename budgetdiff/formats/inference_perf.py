@@ -1,0 +1,254 @@
+"""inference-perf's reports -> Runs.
+
+- `per_request_lifecycle_metrics.json` (a list of requests with monotonic `start_time`,
+  `end_time` and `info.response_metrics.output_token_times`, seconds): one per-request Run with
+  the slices first_token and decode (= end - first token), ttft, total, itl and tokens;
+- `stage_N_lifecycle_metrics.json` / `summary_lifecycle_metrics.json` (client-side percentiles
+  under `successes.latency`) and `*_prometheus_metrics.json` (the server's percentiles directly
+  under `successes`): an aggregate Run (n == 0) with `summary` {name: {percentile: ms}}.
+A stage is a scenario named after its load (`rate 10/s`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+from budgetdiff.errors import InputError
+from budgetdiff.formats import ReadOptions
+from budgetdiff.table import FloatArray, Itl, Run
+
+NAME = "inference-perf"
+
+# client-side lifecycle latency -> summary names
+LIFECYCLE: dict[str, tuple[str, ...]] = {
+    "time_to_first_token": ("ttft", "first_token"),
+    "request_latency": ("total",),
+    "inter_token_latency": ("itl",),
+    "time_per_output_token": ("tpot",),
+}
+# server-side (Prometheus) summary -> summary names
+SERVER: dict[str, tuple[str, ...]] = {
+    "request_latency": ("total",),
+    "time_to_first_token": ("ttft",),
+    "time_per_output_token": ("itl",),
+    "inter_token_latency": ("itl",),
+    "request_queue_time": ("queue",),
+    "queue_time": ("queue",),
+    "request_prefill_time": ("prefill",),
+    "prefill_time": ("prefill",),
+    "request_decode_time": ("decode",),
+    "decode_time": ("decode",),
+}
+_PER_REQUEST = re.compile(rb'^\s*\[\s*\{\s*"(start_time|end_time|request|response|info|error)"')
+_LOAD_SUMMARY = re.compile(rb'"load_summary"\s*:\s*\{')
+_SUCCESSES = re.compile(rb'"successes"\s*:\s*\{')
+_STAGE = re.compile(r"stage_(\d+)_")
+_ID = re.compile(r'"id"\s*:\s*"([^"]+)"')
+_PCT = re.compile(r"^p(\d+(?:\.\d+)?)$")
+
+
+def _fail(source: str, message: str) -> InputError:
+    return InputError(f"{NAME}: {source}: {message}")
+
+
+def sniff(head: bytes, name: str) -> bool:
+    """A per-request lifecycle list, or a report object that starts with `load_summary`."""
+    if head.lstrip().startswith(b"{") and _LOAD_SUMMARY.search(head):
+        return _SUCCESSES.search(head) is not None or len(head) >= 65536
+    if _PER_REQUEST.match(head):
+        return b'"start_time"' in head and b'"end_time"' in head and b'"info"' in head
+    return False
+
+
+def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
+    try:
+        doc = json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise _fail(source, f"bytes that are not UTF-8 at offset {exc.start}") from exc
+    except json.JSONDecodeError as exc:
+        raise _fail(
+            source, f"invalid JSON at line {exc.lineno} ({exc.msg}); the file is cut short?"
+        ) from exc
+    if isinstance(doc, list):
+        return [_per_request(doc, source)]
+    if isinstance(doc, dict) and "successes" in doc:
+        return [_aggregate(doc, source)]
+    raise _fail(
+        source,
+        "expected per_request_lifecycle_metrics.json (a list of requests) or a "
+        "*_lifecycle_metrics.json / *_prometheus_metrics.json report (with 'successes')",
+    )
+
+
+# ---------------------------------------------------------------- per request
+
+
+def _seconds(record: dict[str, Any], key: str, source: str, i: int) -> float:
+    value = record.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _fail(source, f"request {i}: {key!r} is {value!r}, expected seconds as a number")
+    return float(value)
+
+
+def _per_request(records: list[Any], source: str) -> Run:
+    if not records:
+        raise _fail(source, "the list of requests is empty")
+    n = len(records)
+    start = np.empty(n)
+    end = np.empty(n)
+    first = np.full(n, np.nan)
+    last = np.full(n, np.nan)
+    ok = np.ones(n, dtype=bool)
+    inp = np.full(n, np.nan)
+    out = np.full(n, np.nan)
+    ids: list[str] = []
+    gaps: list[FloatArray] = []
+    for i, rec in enumerate(records):
+        if not isinstance(rec, dict):
+            raise _fail(source, f"request {i}: not an object")
+        start[i] = _seconds(rec, "start_time", source, i)
+        end[i] = _seconds(rec, "end_time", source, i)
+        ok[i] = rec.get("error") in (None, "", {})
+        info = rec.get("info") or {}
+        if not isinstance(info, dict):
+            raise _fail(source, f"request {i}: 'info' is not an object")
+        response = info.get("response_metrics") or {}
+        times = response.get("output_token_times") if isinstance(response, dict) else None
+        if times is None and isinstance(response, dict):
+            times = response.get("chunk_times")
+        if times:
+            if not isinstance(times, list) or not all(
+                isinstance(t, int | float) and not isinstance(t, bool) for t in times
+            ):
+                raise _fail(source, f"request {i}: 'output_token_times' must be a list of seconds")
+            stamps = np.asarray(times, dtype=np.float64)
+            first[i], last[i] = stamps[0], stamps[-1]
+            gaps.append(np.diff(stamps) * 1000.0)
+        else:
+            gaps.append(np.zeros(0))
+        request_metrics = info.get("request_metrics") or {}
+        text = request_metrics.get("text") if isinstance(request_metrics, dict) else None
+        tokens = (text or {}).get("input_tokens") if isinstance(text, dict) else None
+        tokens = info.get("input_tokens") if tokens is None else tokens
+        if isinstance(tokens, int | float):
+            inp[i] = tokens
+        if isinstance(response, dict) and isinstance(response.get("output_tokens"), int | float):
+            out[i] = response["output_tokens"]
+        match = _ID.search(str(rec.get("response") or "")[:2000])
+        ids.append(match.group(1) if match else str(i))
+    total = (end - start) * 1000.0
+    ttft = (first - start) * 1000.0
+    decode = (end - first) * 1000.0
+    for name, values in (("total", total), ("ttft", ttft), ("decode", decode)):
+        bad = ok & (values < 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise _fail(
+                source,
+                f"request {i}: negative {name} ({values[i]:.3f} ms): end_time or the token "
+                "times come before start_time",
+            )
+    slices: dict[str, FloatArray] = {}
+    if not np.isnan(ttft[ok]).all():
+        slices = {"first_token": ttft, "decode": decode}
+    lengths = np.array([len(g) for g in gaps], dtype=np.int64)
+    itl = Itl(
+        values=np.concatenate(gaps) if gaps else np.zeros(0),
+        offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+    )
+    return Run(
+        source=source,
+        n=n,
+        slices=slices,
+        ttft=ttft if slices else None,
+        total=total,
+        ok=None if ok.all() else ok,
+        request_id=np.array(ids, dtype=str),
+        input_tokens=inp,
+        output_tokens=out,
+        itl=itl if lengths.sum() else None,
+        start_time=start,
+        duration_s=float(np.max(end) - np.min(start)),
+        meta={"format": NAME, "side": "client"},
+    )
+
+
+# ---------------------------------------------------------------- aggregates
+
+
+def _percentiles(stats: Any, source: str, where: str) -> dict[float, float]:
+    if not isinstance(stats, dict):
+        raise _fail(source, f"{where} is {type(stats).__name__}, expected percentiles")
+    out: dict[float, float] = {}
+    for key, value in stats.items():
+        m = _PCT.match(key)
+        pct = 50.0 if key == "median" else float(m.group(1)) if m else None
+        if pct is None or value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            raise _fail(source, f"{where}.{key} is {value!r}, expected seconds")
+        out[pct] = float(value) * 1000.0
+    return out
+
+
+def _aggregate(doc: dict[str, Any], source: str) -> Run:
+    successes = doc["successes"]
+    if not isinstance(successes, dict):
+        raise _fail(source, "'successes' is not an object")
+    if "latency" in successes:
+        latency, names, side, prefix = (
+            successes["latency"],
+            LIFECYCLE,
+            "client",
+            "successes.latency",
+        )
+        if not isinstance(latency, dict):
+            raise _fail(source, "'successes.latency' is not an object")
+    else:
+        latency, names, side, prefix = successes, SERVER, "server", "successes"
+    summary: dict[str, dict[float, float]] = {}
+    for key, targets in names.items():
+        stats = latency.get(key)
+        if stats is None:
+            continue
+        values = _percentiles(stats, source, f"{prefix}.{key}")
+        if not values:
+            continue
+        for target in targets:
+            summary.setdefault(target, values)
+    if not summary:
+        raise _fail(
+            source,
+            f"no latency percentiles under {prefix!r} (looked for {', '.join(names)}); "
+            "this does not look like an inference-perf report",
+        )
+    count = successes.get("count")
+    if isinstance(count, bool) or not isinstance(count, int | float):
+        raise _fail(source, f"'successes.count' is {count!r}, expected a number of requests")
+    load = doc.get("load_summary") or {}
+    rate = load.get("requested_rate") if isinstance(load, dict) else None
+    stage = _STAGE.search(source.rsplit("/", 1)[-1])
+    scenario = f"stage {stage.group(1)}" if stage else None
+    meta: dict[str, str | float] = {"format": NAME, "side": side}
+    if isinstance(rate, int | float):
+        meta["requested_rate"] = float(rate)
+        scenario = scenario or f"rate {rate:g}/s"
+    failures = doc.get("failures") or {}
+    if isinstance(failures, dict) and isinstance(failures.get("count"), int | float):
+        meta["failures"] = float(failures["count"])
+    return Run(
+        source=source,
+        n=0,
+        summary=summary,
+        summary_count=int(count),
+        scenario=scenario,
+        duration_s=float(load["send_duration"])
+        if isinstance(load, dict) and isinstance(load.get("send_duration"), int | float)
+        else None,
+        meta=meta,
+    )

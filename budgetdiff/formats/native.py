@@ -1,0 +1,574 @@
+"""The native per-request table (CSV, TSV, Parquet, JSON Lines, JSON array) -> one `Run`.
+
+One row per request; one column per slice named `<slice>`, `<slice>_ms`, `<slice>_s` or
+`<slice>_us` (the suffix is the unit, none means ms) or mapped by the budget's `column:`.
+Everything is converted with pyarrow and numpy in bulk; a Python loop runs only to find the row
+an error is on. Nothing is derived here: `ttft`/`total` are set only when measured columns exist.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from budgetdiff.errors import InputError
+from budgetdiff.formats import ReadOptions
+from budgetdiff.table import KNOWN_SLICES, FloatArray, Itl, Run
+
+NAME = "native"
+
+UNITS = {"ms": 1.0, "s": 1000.0, "us": 0.001}
+_SUFFIXES = ("", "_ms", "_s", "_us")
+_METRIC_BASES = ("ttft", "total", "itl")
+_LATENCY_NAMES = frozenset(
+    base + suffix for base in (*KNOWN_SLICES, *_METRIC_BASES) for suffix in _SUFFIXES
+)
+# Keys that mark a benchmark tool's own JSON (read by that tool's format, not as a native table).
+TOOL_KEYS = frozenset(
+    {
+        # LLMPerf individual responses
+        "end_to_end_latency_s",
+        "inter_token_latency_s",
+        "request_output_throughput_token_per_s",
+        "number_output_tokens",
+        "error_msg",
+        # vLLM / SGLang bench results
+        "ttfts",
+        "itls",
+        "generated_texts",
+        "backend",
+        "completed",
+        # AIPerf / genai-perf / guidellm / inference-perf
+        "metadata",
+        "metrics",
+        "experiments",
+        "benchmarks",
+        "lifecycle",
+        "load_summary",
+        "resourceSpans",
+    }
+)
+_NUMBER = r"^\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|infinity|nan)\s*$"
+_NULL_TEXT = r"^\s*$"
+_FALSE_TEXT = frozenset({"", "false", "0", "no", "none", "null"})
+
+
+def fail(fmt: str, source: str, message: str) -> InputError:
+    """The one-line error every reader raises: `<format>: <file>: <what, where, fix>`."""
+    return InputError(f"{fmt}: {source}: {message}")
+
+
+def unit_of(column: str) -> str:
+    """The unit a column name's suffix states (`_ms`, `_s`, `_us`), else ms."""
+    for unit in ("ms", "us", "s"):
+        if column.endswith("_" + unit):
+            return unit
+    return "ms"
+
+
+# ---------------------------------------------------------------- sniffing
+
+
+def _first_json_object(text: str) -> Any:
+    """The first JSON value of a JSON-Lines text or the first element of a JSON array."""
+    decoder = json.JSONDecoder()
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        body = stripped[1:].lstrip()
+        if not body or body.startswith("]"):
+            return None
+        return decoder.raw_decode(body)[0]
+    return decoder.raw_decode(stripped)[0]
+
+
+def _flat(obj: dict[str, Any]) -> bool:
+    for value in obj.values():
+        if isinstance(value, dict):
+            return False
+        if isinstance(value, list) and not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in value
+        ):
+            return False
+    return True
+
+
+def _looks_native_header(columns: Sequence[str]) -> bool:
+    names = {c.strip() for c in columns}
+    return bool(names & _LATENCY_NAMES) and not (names & TOOL_KEYS)
+
+
+def sniff(head: bytes, name: str) -> bool:
+    """Parquet magic, or a text table / flat JSON objects with a latency-looking column."""
+    if head.startswith(b"PAR1"):
+        return True
+    try:
+        text = head.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        # the head may end inside a multi-byte character
+        if exc.start < len(head) - 4:
+            return False
+        text = head[: exc.start].decode("utf-8-sig")
+    stripped = text.lstrip()
+    if not stripped:
+        return False
+    if stripped[0] in "[{":
+        try:
+            first = _first_json_object(stripped)
+        except (ValueError, RecursionError):
+            return False
+        return isinstance(first, dict) and _flat(first) and _looks_native_header(list(first))
+    if "\x00" in text:
+        return False
+    line = stripped.splitlines()[0]
+    delimiter = _delimiter(line)
+    try:
+        header = next(csv.reader([line], delimiter=delimiter))
+    except (csv.Error, StopIteration):
+        return False
+    return _looks_native_header(header)
+
+
+# ---------------------------------------------------------------- loading
+
+
+def _delimiter(header_line: str) -> str:
+    if "\t" in header_line:
+        return "\t"
+    if "," not in header_line and ";" in header_line:
+        return ";"
+    return ","
+
+
+class _Table:
+    """Column access over whatever the file was: Arrow columns, or JSON row objects."""
+
+    def __init__(self, layout: str, columns: list[str]) -> None:
+        self.layout = layout
+        self.columns = columns
+        self.n = 0
+
+    def get(self, column: str) -> pa.Array | pa.ChunkedArray:
+        raise NotImplementedError
+
+
+class _ArrowTable(_Table):
+    def __init__(self, layout: str, table: pa.Table) -> None:
+        super().__init__(layout, list(table.column_names))
+        self.table = table
+        self.n = table.num_rows
+
+    def get(self, column: str) -> pa.Array | pa.ChunkedArray:
+        return self.table.column(column)
+
+
+class _RowsTable(_Table):
+    def __init__(self, layout: str, rows: list[dict[str, Any]], source: str) -> None:
+        columns: dict[str, None] = {}
+        for row in rows[:1000]:
+            columns.update(dict.fromkeys(row))
+        super().__init__(layout, list(columns))
+        self.rows = rows
+        self.n = len(rows)
+        self.source = source
+
+    def get(self, column: str) -> pa.Array | pa.ChunkedArray:
+        values = [row.get(column) for row in self.rows]
+        try:
+            return pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            # mixed kinds: strings where numbers are expected fail later with their row
+            return pa.array(
+                [v if v is None or isinstance(v, str | list) else str(v) for v in values]
+            )
+
+
+def _first_byte(data: bytes) -> bytes:
+    """The first non-blank byte, without copying a large file."""
+    for i in range(0, len(data), 4096):
+        chunk = data[i : i + 4096].lstrip()
+        if chunk:
+            return chunk[:1]
+    return b""
+
+
+def _load(data: bytes, source: str) -> _Table:
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if not data or data.isspace():
+        raise fail(NAME, source, "the file is empty; write one row per request with a header")
+    if data.startswith(b"PAR1"):
+        return _load_parquet(data, source)
+    first = _first_byte(data)
+    if first == b"[":
+        return _load_json_array(data, source)
+    if first == b"{":
+        return _load_json_lines(data, source)
+    return _load_csv(data, source)
+
+
+def _load_parquet(data: bytes, source: str) -> _Table:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(pa.BufferReader(data), use_threads=True)
+    except (pa.ArrowException, OSError) as exc:
+        raise fail(NAME, source, f"not a readable Parquet file ({exc}); re-export it") from exc
+    return _ArrowTable("parquet", table)
+
+
+def _load_csv(data: bytes, source: str) -> _Table:
+    import pyarrow.csv as pacsv
+
+    end = data.find(b"\n")
+    header_line = (data if end < 0 else data[:end]).decode("utf-8", errors="replace")
+    delimiter = _delimiter(header_line)
+    layout = "tsv" if delimiter == "\t" else "csv"
+    try:
+        table = pacsv.read_csv(
+            pa.BufferReader(data),
+            read_options=pacsv.ReadOptions(use_threads=True, block_size=16 << 20),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+            convert_options=pacsv.ConvertOptions(strings_can_be_null=True),
+        )
+    except pa.ArrowInvalid as exc:
+        msg = str(exc).splitlines()[0]
+        if "Empty CSV file" in msg:
+            raise fail(
+                NAME, source, "the file is empty; write a header and one row per request"
+            ) from exc
+        raise fail(
+            NAME,
+            source,
+            f"not a readable {layout.upper()} table ({msg}); check the delimiter, the quoting "
+            "and that every row has the header's number of fields, saved as UTF-8",
+        ) from exc
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if pa.types.is_binary(column.type) or pa.types.is_large_binary(column.type):
+            row = next(
+                (i for i, v in enumerate(column.to_pylist()) if not _utf8(v)), len(column) - 1
+            )
+            raise fail(
+                NAME,
+                source,
+                f"not a readable {layout.upper()} table: row {row + 1}, column {name!r} holds "
+                "bytes that are not UTF-8; save the file as UTF-8",
+            )
+    return _ArrowTable(layout, table)
+
+
+def _utf8(value: bytes | None) -> bool:
+    try:
+        (value or b"").decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _decode(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise fail(
+            NAME, source, f"line {line}: bytes that are not UTF-8; save it as UTF-8"
+        ) from exc
+
+
+def _load_json_array(data: bytes, source: str) -> _Table:
+    text = _decode(data, source)
+    try:
+        rows = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise fail(
+            NAME, source, f"invalid JSON at line {exc.lineno} ({exc.msg}); fix or re-export it"
+        ) from exc
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise fail(NAME, source, "a JSON table must be an array of objects, one per request")
+    return _RowsTable("json", rows, source)
+
+
+def _load_json_lines(data: bytes, source: str) -> _Table:
+    import pyarrow.json as pajson
+
+    try:
+        table = pajson.read_json(pa.BufferReader(data))
+        if all(not pa.types.is_struct(t) for t in table.schema.types):
+            return _ArrowTable("jsonl", table)
+    except pa.ArrowInvalid:
+        pass  # mixed types across rows, NaN literals...: the stdlib path names the row
+    text = _decode(data, source)
+    rows: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise fail(
+                NAME, source, f"line {number}: invalid JSON ({exc.msg}); fix or remove the line"
+            ) from exc
+        if not isinstance(row, dict):
+            raise fail(NAME, source, f"line {number}: expected one JSON object per line")
+        rows.append(row)
+    return _RowsTable("jsonl", rows, source)
+
+
+# ---------------------------------------------------------------- columns -> arrays
+
+
+def _first_true(mask: np.ndarray[Any, Any]) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def _as_float(table: _Table, column: str, source: str) -> FloatArray:
+    """The column as float64 (nulls -> NaN), or an error naming the first non-numeric row."""
+    arr = table.get(column)
+    kind = arr.type
+    if pa.types.is_dictionary(kind):
+        arr = arr.cast(kind.value_type)
+        kind = arr.type
+    if pa.types.is_null(kind):
+        return np.full(len(arr), np.nan)
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
+        out = pc.fill_null(pc.cast(arr, pa.float64()), float("nan"))
+        return np.asarray(out.to_numpy(), dtype=np.float64)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        blank = pc.fill_null(pc.match_substring_regex(arr, _NULL_TEXT), True)
+        ok = pc.or_(
+            blank, pc.fill_null(pc.match_substring_regex(arr, _NUMBER, ignore_case=True), False)
+        )
+        good = np.asarray(ok.to_numpy(zero_copy_only=False), dtype=bool)
+        if not good.all():
+            i = _first_true(~good)
+            value = arr[i].as_py()
+            raise fail(
+                NAME,
+                source,
+                f"row {i + 1}, column {column!r}: {value!r} is not a number; "
+                "write plain numbers (the unit goes in the column name suffix)",
+            )
+        cleaned = pc.if_else(blank, pa.scalar(None, pa.string()), pc.utf8_trim_whitespace(arr))
+        floats = pc.fill_null(pc.cast(cleaned, pa.float64()), float("nan"))
+        return np.asarray(floats.to_numpy(zero_copy_only=False), dtype=np.float64)
+    raise fail(
+        NAME,
+        source,
+        f"column {column!r} holds {kind}, not numbers; write one number per request",
+    )
+
+
+def _itl(table: _Table, column: str, unit: str, source: str) -> tuple[Itl, bool]:
+    """Per-request gap lists (list column, or a text list per CSV cell). Second value: scalar."""
+    arr = table.get(column)
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    kind = arr.type
+    scale = UNITS[unit]
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        flat = arr.flatten()
+        if not (pa.types.is_integer(flat.type) or pa.types.is_floating(flat.type)) and len(flat):
+            raise fail(NAME, source, f"column {column!r}: the lists must hold numbers (ms gaps)")
+        values = np.asarray(
+            pc.fill_null(pc.cast(flat, pa.float64()), float("nan")).to_numpy(zero_copy_only=False),
+            dtype=np.float64,
+        )
+        return Itl(values=values * scale, offsets=offsets), False
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        pieces: list[float] = []
+        offsets_list = [0]
+        for i, cell in enumerate(arr.to_pylist()):
+            if cell:
+                for token in re.split(r"[\s,;]+", cell.strip().strip("[]").strip()):
+                    if not token:
+                        continue
+                    try:
+                        pieces.append(float(token))
+                    except ValueError:
+                        raise fail(
+                            NAME,
+                            source,
+                            f"row {i + 1}, column {column!r}: {token!r} is not a number; "
+                            "write the gaps as a list such as [10.2, 11.0]",
+                        ) from None
+            offsets_list.append(len(pieces))
+        return Itl(
+            values=np.asarray(pieces, dtype=np.float64) * scale,
+            offsets=np.asarray(offsets_list, dtype=np.int64),
+        ), False
+    values = _as_float(table, column, source) * scale
+    has = ~np.isnan(values)
+    offsets = np.concatenate([[0], np.cumsum(has)]).astype(np.int64)
+    return Itl(values=values[has], offsets=offsets), True
+
+
+def _failed(table: _Table, column: str) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    arr = table.get(column)
+    kind = arr.type
+    if pa.types.is_null(kind):
+        return np.zeros(len(arr), dtype=bool)
+    if pa.types.is_boolean(kind):
+        return np.asarray(pc.fill_null(arr, False).to_numpy(zero_copy_only=False), dtype=bool)
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind):
+        filled = pc.fill_null(pc.cast(arr, pa.float64()), 0.0).to_numpy(zero_copy_only=False)
+        return np.asarray(filled != 0, dtype=bool)
+    text = pc.utf8_lower(pc.utf8_trim_whitespace(pc.cast(arr, pa.string())))
+    benign = pc.or_kleene(pc.is_null(text), pc.is_in(text, value_set=pa.array(sorted(_FALSE_TEXT))))
+    return ~np.asarray(benign.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _find(table: _Table, base: str) -> str | None:
+    found = [base + s for s in _SUFFIXES if base + s in table.columns]
+    return found[0] if found else None
+
+
+def _check_latency(
+    values: FloatArray, ok: np.ndarray[Any, np.dtype[np.bool_]], column: str, source: str
+) -> None:
+    bad = np.isnan(values) & ok
+    if bad.any():
+        i = _first_true(bad)
+        raise fail(
+            NAME,
+            source,
+            f"row {i + 1}, column {column!r}: empty or NaN in a request that succeeded; fill it "
+            "in, or mark the request failed with a non-empty `error` column",
+        )
+    with np.errstate(invalid="ignore"):
+        neg = values < 0
+    if neg.any():
+        i = _first_true(neg)
+        raise fail(
+            NAME,
+            source,
+            f"row {i + 1}, column {column!r}: negative latency ({values[i]:g}); a duration "
+            "cannot be negative, check how the column is computed",
+        )
+    inf = np.isinf(values)
+    if inf.any():
+        i = _first_true(inf)
+        raise fail(NAME, source, f"row {i + 1}, column {column!r}: infinite latency")
+
+
+def _slice_columns(table: _Table, source: str, options: ReadOptions) -> list[tuple[str, str, str]]:
+    """(slice, column, unit) for every slice wanted."""
+    out: list[tuple[str, str, str]] = []
+    names = options.slices or tuple(s for s in KNOWN_SLICES if _find(table, s) is not None)
+    listed = ", ".join(table.columns) or "(none)"
+    for name in names:
+        if name in options.columns:
+            column, unit = options.columns[name]
+            if column not in table.columns:
+                raise fail(
+                    NAME,
+                    source,
+                    f"no column {column!r} (mapped for slice {name!r}); columns are: {listed}; "
+                    "fix the slice's `column:` in the budget",
+                )
+            out.append((name, column, unit or unit_of(column)))
+            continue
+        candidates = [name + s for s in _SUFFIXES]
+        present = [c for c in candidates if c in table.columns]
+        if not present:
+            raise fail(
+                NAME,
+                source,
+                f"no column for slice {name!r} (looked for {', '.join(candidates)}); "
+                f"columns are: {listed}; map it with `{name}: {{budget: ..., column: NAME}}`",
+            )
+        if len(present) > 1:
+            raise fail(
+                NAME,
+                source,
+                f"slice {name!r} has several columns ({', '.join(present)}); keep one, or "
+                f"choose it with `{name}: {{budget: ..., column: NAME}}`",
+            )
+        out.append((name, present[0], unit_of(present[0])))
+    return out
+
+
+def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
+    """Read one native table; one Run (the file is one scenario)."""
+    table = _load(data, source)
+    if table.n == 0:
+        raise fail(NAME, source, "the table has a header but no rows; write one row per request")
+    n = table.n
+    ok = np.ones(n, dtype=bool)
+    has_error = "error" in table.columns
+    if has_error:
+        ok = ~_failed(table, "error")
+
+    slices: dict[str, FloatArray] = {}
+    for name, column, unit in _slice_columns(table, source, options):
+        values = _as_float(table, column, source) * UNITS[unit]
+        _check_latency(values, ok, column, source)
+        slices[name] = values
+
+    measured: dict[str, FloatArray] = {}
+    for metric in ("ttft", "total"):
+        found = _find(table, metric)
+        if found is None:
+            continue
+        values = _as_float(table, found, source) * UNITS[unit_of(found)]
+        _check_latency(values, ok, found, source)
+        measured[metric] = values
+    if not slices and not measured:
+        raise fail(
+            NAME,
+            source,
+            f"no latency columns (columns are: {', '.join(table.columns)}); name them after "
+            f"the slices ({', '.join(KNOWN_SLICES)}) with a unit suffix such as _ms",
+        )
+
+    meta: dict[str, str | float] = {"format": NAME, "layout": table.layout}
+    itl = None
+    itl_column = _find(table, "itl")
+    if itl_column is not None:
+        itl, scalar = _itl(table, itl_column, unit_of(itl_column), source)
+        if scalar:
+            meta["itl"] = "one value per request (a per-request mean), not per-token gaps"
+        if (itl.values < 0).any():
+            raise fail(NAME, source, f"column {itl_column!r}: negative inter-token latency")
+
+    def numeric(column: str) -> FloatArray | None:
+        return _as_float(table, column, source) if column in table.columns else None
+
+    request_id = None
+    if "request_id" in table.columns:
+        ids = table.get("request_id")
+        request_id = np.asarray(
+            pc.fill_null(pc.cast(ids, pa.string()), "").to_numpy(zero_copy_only=False), dtype=str
+        )
+    start_time = None
+    if "start_time" in table.columns:
+        stamps = table.get("start_time")
+        if pa.types.is_timestamp(stamps.type):
+            nanos = pc.cast(pc.cast(stamps, pa.timestamp("ns")), pa.int64())
+            start_time = _as_float(_ArrowTable(table.layout, pa.table({"t": nanos})), "t", source)
+            start_time = start_time / 1e9
+        else:
+            start_time = _as_float(table, "start_time", source)
+    return [
+        Run(
+            source=source,
+            n=n,
+            slices=slices,
+            ttft=measured.get("ttft"),
+            total=measured.get("total"),
+            ok=ok if has_error else None,
+            request_id=request_id,
+            input_tokens=numeric("input_tokens"),
+            output_tokens=numeric("output_tokens"),
+            itl=itl,
+            start_time=start_time,
+            meta=meta,
+        )
+    ]

@@ -1,0 +1,288 @@
+"""OTLP/JSON traces -> one per-request `Run` of server-side (and user-span) slices.
+
+Two kinds of span count:
+- an LLM server's request span carrying vLLM's `gen_ai.latency.*` attributes (seconds):
+  `time_in_queue` -> queue, `time_in_model_prefill` -> prefill, `time_in_model_decode` -> decode,
+  `time_to_first_token` -> ttft, `e2e` -> total; the request id is `gen_ai.request.id`;
+- a span whose name is a slice (the budget's, else a known slice name): its duration is added
+  to that slice of its trace's request (the trace id names the request when no server span does).
+
+The file is one `ExportTraceServiceRequest` ({"resourceSpans": [...]}) or JSON Lines of them
+(the OpenTelemetry Collector's file exporter).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from budgetdiff.errors import InputError
+from budgetdiff.formats import ReadOptions
+from budgetdiff.table import KNOWN_SLICES, FloatArray, Run
+
+NAME = "otlp"
+
+# attribute -> (slice or metric, kind)
+GEN_AI_LATENCY = {
+    "gen_ai.latency.time_in_queue": "queue",
+    "gen_ai.latency.time_in_model_prefill": "prefill",
+    "gen_ai.latency.time_in_model_decode": "decode",
+    "gen_ai.latency.time_to_first_token": "ttft",
+    "gen_ai.latency.e2e": "total",
+}
+_SLICE_ORDER = ("queue", "prefill", "decode")
+REQUEST_ID = "gen_ai.request.id"
+PROMPT_TOKENS = ("gen_ai.usage.prompt_tokens", "gen_ai.usage.input_tokens")
+COMPLETION_TOKENS = ("gen_ai.usage.completion_tokens", "gen_ai.usage.output_tokens")
+STATUS_ERROR = 2
+
+
+def _fail(source: str, message: str) -> InputError:
+    return InputError(f"{NAME}: {source}: {message}")
+
+
+def sniff(head: bytes, name: str) -> bool:
+    """An OTLP/JSON trace export: a JSON object whose first key is `resourceSpans`."""
+    text = head.lstrip()
+    if not text.startswith(b"{"):
+        return False
+    body = text[1:].lstrip()
+    return body.startswith(b'"resourceSpans"')
+
+
+def _value(value: Any, source: str, where: str) -> Any:
+    """An OTLP AnyValue as Python (intValue may be a decimal string)."""
+    if not isinstance(value, dict) or len(value) > 1:
+        raise _fail(
+            source,
+            f'{where}: an attribute value must be one typed value such as {{"doubleValue": 0.5}}',
+        )
+    if not value:
+        return None
+    ((kind, raw),) = value.items()
+    try:
+        if kind == "stringValue":
+            return str(raw)
+        if kind == "intValue":
+            if isinstance(raw, bool) or not isinstance(raw, int | str):
+                raise ValueError
+            return int(raw)
+        if kind == "doubleValue":
+            if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+                raise ValueError
+            return float(raw)
+        if kind == "boolValue":
+            if not isinstance(raw, bool):
+                raise ValueError
+            return raw
+    except ValueError:
+        raise _fail(
+            source, f"{where}: {kind} {raw!r} is not valid; OTLP/JSON writes numbers there"
+        ) from None
+    return raw  # arrayValue, kvlistValue, bytesValue: kept opaque
+
+
+def _nanos(span: dict[str, Any], key: str, source: str, where: str) -> int:
+    raw = span.get(key)
+    if raw is None:
+        raise _fail(source, f"{where}: no {key!r}; every OTLP span has start and end times")
+    try:
+        if isinstance(raw, bool) or not isinstance(raw, int | str):
+            raise ValueError
+        return int(raw)
+    except ValueError:
+        raise _fail(
+            source, f"{where}: {key} {raw!r} is not an integer (unix nanoseconds)"
+        ) from None
+
+
+@dataclass
+class _Request:
+    key: str
+    start_ns: int
+    end_ns: int
+    request_id: str
+    values: dict[str, float] = field(default_factory=dict)
+    input_tokens: float = float("nan")
+    output_tokens: float = float("nan")
+    failed: bool = False
+
+
+def _documents(data: bytes, source: str) -> list[dict[str, Any]]:
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _fail(source, f"bytes that are not UTF-8 at offset {exc.start}") from exc
+    if not text.strip():
+        raise _fail(source, "the file is empty; export traces as OTLP/JSON")
+    try:
+        docs: list[Any] = [json.loads(text)]
+    except json.JSONDecodeError as whole:
+        docs = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                docs.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise _fail(
+                    source,
+                    f"invalid JSON at line {whole.lineno if number == 1 else number} "
+                    f"({exc.msg}); the file is cut short or not OTLP/JSON",
+                ) from exc
+    for doc in docs:
+        if not isinstance(doc, dict) or not isinstance(doc.get("resourceSpans"), list):
+            raise _fail(
+                source,
+                "no 'resourceSpans' list; this reader takes OTLP/JSON trace exports "
+                "(ExportTraceServiceRequest), choose another --format for other files",
+            )
+    return docs
+
+
+def _spans(docs: list[dict[str, Any]], source: str) -> list[tuple[str, dict[str, Any]]]:
+    out: list[tuple[str, dict[str, Any]]] = []
+    for r, resource in enumerate(
+        (rs for doc in docs for rs in doc["resourceSpans"]),
+    ):
+        if not isinstance(resource, dict):
+            raise _fail(source, f"resourceSpans[{r}] is not an object")
+        scopes = resource.get("scopeSpans", resource.get("instrumentationLibrarySpans", []))
+        if not isinstance(scopes, list):
+            raise _fail(source, f"resourceSpans[{r}].scopeSpans is not a list")
+        for s, scope in enumerate(scopes):
+            spans = scope.get("spans", []) if isinstance(scope, dict) else None
+            if not isinstance(spans, list):
+                raise _fail(source, f"resourceSpans[{r}].scopeSpans[{s}].spans is not a list")
+            for i, span in enumerate(spans):
+                where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
+                if not isinstance(span, dict):
+                    raise _fail(source, f"{where} is not an object")
+                out.append((where, span))
+    return out
+
+
+def _attributes(span: dict[str, Any], source: str, where: str) -> dict[str, Any]:
+    attrs = span.get("attributes", [])
+    if not isinstance(attrs, list):
+        raise _fail(source, f"{where}.attributes is not a list of {{key, value}}")
+    out: dict[str, Any] = {}
+    for a in attrs:
+        if not isinstance(a, dict) or "key" not in a:
+            raise _fail(source, f"{where}.attributes: an entry without 'key'")
+        out[str(a["key"])] = _value(a.get("value", {}), source, f"{where} attribute {a['key']!r}")
+    return out
+
+
+def _number(attrs: dict[str, Any], keys: tuple[str, ...]) -> float:
+    for key in keys:
+        value = attrs.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return float("nan")
+
+
+def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
+    """All request spans (and slice-named spans) of the file as one per-request Run."""
+    docs = _documents(data, source)
+    slice_names = set(options.slices or KNOWN_SLICES)
+    requests: list[_Request] = []
+    by_trace: dict[str, list[_Request]] = {}
+    user: list[tuple[str, str, int, int]] = []  # trace, slice, start, end
+    span_names: dict[str, None] = {}
+    for where, span in _spans(docs, source):
+        name = str(span.get("name", ""))
+        span_names[name] = None
+        trace = str(span.get("traceId", ""))
+        if not trace:
+            raise _fail(source, f"{where}: no 'traceId'")
+        attrs = _attributes(span, source, where)
+        latency = {k: v for k, v in attrs.items() if k in GEN_AI_LATENCY}
+        is_request = bool(latency)
+        if not is_request and name not in slice_names:
+            continue
+        start = _nanos(span, "startTimeUnixNano", source, where)
+        end = _nanos(span, "endTimeUnixNano", source, where)
+        if end < start:
+            raise _fail(source, f"{where}: ends before it starts (endTimeUnixNano < start)")
+        if not is_request:
+            user.append((trace, name, start, end))
+            continue
+        status = span.get("status") or {}
+        req = _Request(
+            key=trace,
+            start_ns=start,
+            end_ns=end,
+            request_id=str(attrs.get(REQUEST_ID) or trace),
+            input_tokens=_number(attrs, PROMPT_TOKENS),
+            output_tokens=_number(attrs, COMPLETION_TOKENS),
+            failed=isinstance(status, dict)
+            and status.get("code") in (STATUS_ERROR, "STATUS_CODE_ERROR"),
+        )
+        for key, value in latency.items():
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                raise _fail(source, f"{where} attribute {key!r}: expected seconds as a number")
+            if value < 0:
+                raise _fail(source, f"{where} attribute {key!r}: negative latency ({value})")
+            req.values[GEN_AI_LATENCY[key]] = float(value) * 1000.0
+        requests.append(req)
+        by_trace.setdefault(trace, []).append(req)
+
+    user_slices: dict[str, None] = {}
+    for trace, name, start, end in user:
+        owners = by_trace.get(trace)
+        if not owners:
+            owner = _Request(key=trace, start_ns=start, end_ns=end, request_id=trace)
+            requests.append(owner)
+            by_trace[trace] = [owner]
+        else:
+            inside = [r for r in owners if r.start_ns <= start <= r.end_ns]
+            owner = (inside or owners)[0]
+            owner.start_ns = min(owner.start_ns, start)
+        owner.values[name] = owner.values.get(name, 0.0) + (end - start) / 1e6
+        user_slices[name] = None
+
+    if not requests:
+        names = ", ".join(list(span_names)[:10]) or "(no spans)"
+        raise _fail(
+            source,
+            "no request spans (with gen_ai.latency.* attributes) and no spans named after a "
+            f"slice ({', '.join(sorted(slice_names))}); span names are: {names}",
+        )
+
+    n = len(requests)
+
+    def column(key: str) -> FloatArray:
+        return np.array([r.values.get(key, np.nan) for r in requests], dtype=np.float64)
+
+    order = [s for s in KNOWN_SLICES if s in _SLICE_ORDER or s in user_slices]
+    order += [s for s in user_slices if s not in order]
+    slices: dict[str, FloatArray] = {}
+    for name in order:
+        values = column(name)
+        if not np.isnan(values).all():
+            slices[name] = values
+    # user spans: a request without a span of that slice spent no time in it
+    for name in user_slices:
+        slices[name] = np.nan_to_num(slices[name], nan=0.0)
+    ttft = column("ttft")
+    total = column("total")
+    ok = np.array([not r.failed for r in requests], dtype=bool)
+    return [
+        Run(
+            source=source,
+            n=n,
+            slices=slices,
+            ttft=None if np.isnan(ttft).all() else ttft,
+            total=None if np.isnan(total).all() else total,
+            ok=ok if not ok.all() else None,
+            request_id=np.array([r.request_id for r in requests], dtype=str),
+            input_tokens=np.array([r.input_tokens for r in requests], dtype=np.float64),
+            output_tokens=np.array([r.output_tokens for r in requests], dtype=np.float64),
+            start_time=np.array([r.start_ns / 1e9 for r in requests], dtype=np.float64),
+            meta={"format": NAME, "side": "server"},
+        )
+    ]

@@ -1,0 +1,203 @@
+"""Reader for `vllm bench serve --save-result --save-detailed` files (per-request lists, seconds).
+
+One JSON object per benchmark; several runs appended to one file (one object per line) are
+several scenarios, named from their load settings. SGLang's `bench_serving` writes the same
+per-request lists, so `budgetdiff.formats.sglang` reuses `read_results`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from budgetdiff.formats import ReadOptions
+from budgetdiff.formats._client import (
+    Ctx,
+    finite,
+    iter_json_values,
+    load_name,
+    numbers,
+    obj,
+    pooled,
+    same_length,
+    unique_names,
+)
+from budgetdiff.table import FloatArray, Run
+
+NAME = "vllm"
+HINT = "a `vllm bench serve --save-result --save-detailed` file"
+
+_VLLM_KEYS = (b"model_id", b"tokenizer_id")
+_VLLM_ANY = re.compile(rb'"(?:burstiness|ttfts|mean_e2el_ms|endpoint_type)"\s*:')
+
+
+def sniff(head: bytes, name: str) -> bool:
+    """vLLM names its header keys `model_id`, `tokenizer_id`, `burstiness` (SGLang does not)."""
+    has_keys = all(re.search(b'"' + k + rb'"\s*:', head) for k in _VLLM_KEYS)
+    return has_keys and _VLLM_ANY.search(head) is not None
+
+
+def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
+    ctx = Ctx(NAME, source, HINT)
+    return read_results(data, ctx, tool="vllm bench serve", latency_key="latencies")
+
+
+def read_results(data: bytes, ctx: Ctx, *, tool: str, latency_key: str | None) -> list[Run]:
+    """Every JSON object of the file as one Run; more than one object means named scenarios.
+
+    `latency_key` names the per-request end-to-end list (seconds); without one (SGLang), the
+    total is the time to the last token, TTFT plus the sum of the inter-token gaps.
+    """
+    values = list(iter_json_values(data, ctx))
+    if not values:
+        raise ctx.error("", "is empty")
+    runs = []
+    for line, value in values:
+        prefix = f"line {line}: " if len(values) > 1 else ""
+        runs.append(_one(obj(value, prefix or "top level", ctx), ctx, prefix, tool, latency_key))
+    if len(runs) == 1:
+        return runs
+    names = unique_names([load_name(_conc(r), _rate(r)) for r in runs])
+    return [_renamed(r, n) for r, n in zip(runs, names, strict=True)]
+
+
+def _conc(run: Run) -> float | None:
+    value = run.meta.get("concurrency")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _rate(run: Run) -> float | None:
+    value = run.meta.get("rate")
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _renamed(run: Run, name: str) -> Run:
+    return replace(run, scenario=name)
+
+
+def _one(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str, latency_key: str | None) -> Run:
+    def need(name: str) -> Any:
+        if name not in result:
+            extra = " (run with --save-detailed / --output-details)" if name == "ttfts" else ""
+            raise ctx.error(f"{prefix}key '{name}'", f"is missing{extra}")
+        return result[name]
+
+    ttft_s = numbers(need("ttfts"), f"{prefix}key 'ttfts'", ctx, latency=True)
+    itl_lists = need("itls")
+    if not isinstance(itl_lists, list):
+        raise ctx.error(f"{prefix}key 'itls'", "must be a list of lists (one per request)")
+    gaps_s = [
+        numbers(g, f"{prefix}key 'itls'[{i}]", ctx, latency=True) for i, g in enumerate(itl_lists)
+    ]
+    lists: dict[str, Any] = {"ttfts": ttft_s, "itls": gaps_s}
+    total_s: FloatArray | None = None
+    if latency_key is not None:
+        total_s = numbers(need(latency_key), f"{prefix}key '{latency_key}'", ctx, latency=True)
+        lists[latency_key] = total_s
+    input_tokens = _opt_numbers(result, "input_lens", ctx, prefix)
+    output_tokens = _opt_numbers(result, "output_lens", ctx, prefix)
+    start_time = _opt_numbers(result, "start_times", ctx, prefix)
+    for list_name, values in (
+        ("input_lens", input_tokens),
+        ("output_lens", output_tokens),
+        ("start_times", start_time),
+    ):
+        if values is not None:
+            lists[list_name] = values
+    errors = result.get("errors")
+    if errors is not None:
+        errors = _strings(errors, f"{prefix}key 'errors'", ctx)
+        lists["errors"] = errors
+    n = same_length(lists, ctx, prefix)
+
+    ok = np.array([not e for e in errors], dtype=bool) if errors is not None else np.ones(n, bool)
+    ttft = np.where(ok, ttft_s * 1000.0, np.nan)
+    gaps_ms = [g * 1000.0 if ok[i] else g[:0] for i, g in enumerate(gaps_s)]
+    if total_s is not None:
+        total = np.where(ok, total_s * 1000.0, np.nan)
+        decode = total - ttft
+        if (decode < -1e-6).any():
+            i = int(np.argmax(decode < -1e-6))
+            raise ctx.error(
+                f"{prefix}key '{latency_key}'[{i}]",
+                f"is shorter than ttfts[{i}] (end to end before the first token)",
+            )
+        decode = np.maximum(decode, 0.0)
+    else:
+        decode = np.array([float(g.sum()) for g in gaps_ms]) if n else np.empty(0)
+        decode = np.where(ok, decode, np.nan)
+        total = ttft + decode
+    return Run(
+        source=ctx.source,
+        n=n,
+        slices={"first_token": ttft, "decode": decode},
+        ttft=ttft,
+        total=total,
+        ok=ok,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        itl=pooled(gaps_ms),
+        start_time=start_time,
+        duration_s=_opt_float(result, "duration"),
+        meta=_meta(result, tool),
+    )
+
+
+def _opt_numbers(result: dict[str, Any], name: str, ctx: Ctx, prefix: str) -> FloatArray | None:
+    value = result.get(name)
+    if value is None:
+        return None
+    return numbers(value, f"{prefix}key '{name}'", ctx, latency=True)
+
+
+def _strings(value: Any, where: str, ctx: Ctx) -> list[str]:
+    if not isinstance(value, list):
+        raise ctx.error(where, "must be a list of strings (one per request)")
+    out = []
+    for i, item in enumerate(value):
+        if item is None:
+            item = ""
+        if not isinstance(item, str):
+            raise ctx.error(f"{where}[{i}]", "must be a string (the error text, empty if none)")
+        out.append(item)
+    return out
+
+
+def _opt_float(result: dict[str, Any], name: str) -> float | None:
+    return finite(result.get(name))
+
+
+def _meta(result: dict[str, Any], tool: str) -> dict[str, str | float]:
+    """Whatever the header says about the model, engine and load; wrong types are skipped."""
+    meta: dict[str, str | float] = {"tool": tool}
+    for out_key, in_keys in (
+        ("model", ("model_id", "model")),
+        ("engine", ("backend",)),
+        ("date", ("date",)),
+        ("dataset", ("dataset_name",)),
+        ("label", ("label", "tag")),
+    ):
+        for in_key in in_keys:
+            value = result.get(in_key)
+            if isinstance(value, str) and value:
+                meta[out_key] = value
+                break
+    concurrency = finite(result.get("max_concurrency"))
+    if concurrency is not None:
+        meta["concurrency"] = concurrency
+    rate = result.get("request_rate")
+    rate_value = finite(rate)
+    if rate_value is not None:
+        meta["rate"] = rate_value
+    elif (isinstance(rate, str) and rate.strip().lower() in ("inf", "infinity")) or (
+        isinstance(rate, float) and rate == math.inf
+    ):
+        meta["rate"] = "inf"  # vLLM writes "inf", SGLang Infinity: no limit on the rate
+    num_prompts = finite(result.get("num_prompts"))
+    if num_prompts is not None:
+        meta["num_prompts"] = num_prompts
+    return meta
