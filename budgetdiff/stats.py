@@ -1,0 +1,387 @@
+"""Statistics core: is the change of a percentile between base and head real? Pure numpy, no I/O.
+
+One job: given per-request values of base and head, say how large the change of the p-th
+percentile is, how sure we can be of it, and the smallest change the data could have shown.
+`decide` is the one place that turns those numbers into regression / improvement / none /
+inconclusive. Method and its simulations: docs/statistics.md.
+
+Standard error of a percentile (O(n), one selection, no bootstrap): the distribution-free
+order-statistic band around rank k = n*q is [k - h, k + h] with h = z * sqrt(n q (1-q)) ranks;
+the slope of the empirical quantile function over that band, times the binomial standard
+deviation of the rank, is the standard error (Siddiqui / Bloch-Gastwirth sparsity estimate,
+with the Price-Bonett / McKean-Schrader band as bandwidth). Autocorrelation in arrival order
+inflates it by a batch-means factor on the indicator I(x <= percentile).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+import numpy.typing as npt
+
+from budgetdiff.table import BoolArray, FloatArray
+
+IntArray = npt.NDArray[np.intp]
+
+_STD_NORMAL = NormalDist()
+# Power the minimum detectable effect is stated at.
+MDE_POWER = 0.8
+# Autocorrelation: the batch-means inflation factor f is applied only when it exceeds
+# 1 + AUTOCORR_C * sqrt(2 / (blocks - 1)), i.e. when it is above what independent requests give
+# by chance (the estimate of f on independent data is ~ chi2(blocks-1)/(blocks-1)). Chosen by
+# simulation (tests/test_stats_simulation.py, docs/statistics.md).
+AUTOCORR_C = 2.0
+MIN_BLOCKS = 8
+
+
+def _z(prob: float) -> float:
+    """The standard normal quantile."""
+    return _STD_NORMAL.inv_cdf(prob)
+
+
+def _two_sided_p(z: float) -> float:
+    return math.erfc(abs(z) / math.sqrt(2.0))
+
+
+def percentile(x: FloatArray, p: float) -> float:
+    """The p-th percentile (0 < p < 100) with linear interpolation, numpy's (and vLLM's) default."""
+    return float(np.percentile(x, p))
+
+
+def needed_for_interval(p: float, confidence: float) -> int:
+    """The fewest requests that give a finite distribution-free interval for the p-th percentile.
+
+    With n requests, the chance that all of them fall below the true p-th percentile is
+    (p/100)^n; the exact two-sided interval at `confidence` has a finite upper end only when that
+    is at most (1 - confidence) / 2 (same rule as `scipy.stats.quantile_test`). E.g. p95 at 0.95
+    needs 72 requests, p99 needs 368.
+    """
+    q = max(p, 100.0 - p) / 100.0
+    tail = (1.0 - confidence) / 2.0
+    n = max(1, math.ceil(math.log(tail) / math.log(q)))
+    # Guard the float boundary both ways: the smallest n with q**n <= tail.
+    while n > 1 and q ** (n - 1) <= tail:
+        n -= 1
+    while q**n > tail:
+        n += 1
+    return n
+
+
+@dataclass(frozen=True)
+class Change:
+    """The change of one percentile between base and head, with its uncertainty."""
+
+    base: float  # p-th percentile of base
+    head: float
+    delta: float  # head - base
+    delta_pct: float | None  # 100*delta/base, None if base == 0
+    ci: tuple[float, float] | None  # interval of delta at `confidence` (unadjusted), ms
+    p_value: float | None  # two-sided, unadjusted; None when inconclusive
+    mde_pct: float | None  # smallest relative change detectable with 80% power at Holm's level
+    needed: int | None  # requests per side needed for a finite interval at p, when too few
+    paired: bool
+    note: str | None  # caveat as data
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One side's percentile and its standard error."""
+
+    value: float
+    se: float
+    indicator: BoolArray  # I(x <= value), in the order given
+    inflation: float  # autocorrelation variance factor applied (1.0 when none)
+
+
+def _lerp(a: float, b: float, t: float) -> float:
+    """numpy's interpolation, operation for operation, so values match np.percentile exactly."""
+    diff = b - a
+    return b - diff * (1.0 - t) if t >= 0.5 else a + diff * t
+
+
+def _autocorrelation_factor(indicator: BoolArray) -> float:
+    """Variance inflation of the mean of `indicator` from batch means (1.0 when not detected).
+
+    Detection: non-overlapping batches of b = floor(sqrt(n)); the factor is used only when it
+    exceeds 1 + AUTOCORR_C * sqrt(2 / (blocks - 1)). Once detected, batches are merged in pairs
+    (2b, 4b, ... while at least MIN_BLOCKS remain) and the largest factor is used, so that
+    correlation lasting longer than sqrt(n) requests (load regimes) is not missed.
+    """
+    n = indicator.size
+    b = max(1, math.isqrt(n))
+    blocks = n // b
+    if b < 2 or blocks < 4:
+        return 1.0
+    means = indicator[: blocks * b].reshape(blocks, b).mean(axis=1)
+    m = float(means.mean())
+    if m <= 0.0 or m >= 1.0:
+        return 1.0
+    scale = m * (1.0 - m)
+    f = b * float(means.var(ddof=1)) / scale
+    if f <= 1.0 + AUTOCORR_C * math.sqrt(2.0 / (blocks - 1)):
+        return 1.0
+    while means.size >= 2 * MIN_BLOCKS:
+        even = means.size - means.size % 2
+        means = 0.5 * (means[0:even:2] + means[1:even:2])
+        b *= 2
+        f = max(f, b * float(means.var(ddof=1)) / scale)
+    return f
+
+
+def _side(x: FloatArray, p: float, confidence: float) -> _Side:
+    n = x.size
+    q = p / 100.0
+    # Percentile exactly as np.percentile(method="linear") computes it.
+    virtual = (n - 1) * (p / 100.0)
+    lo = math.floor(virtual)
+    hi = min(lo + 1, n - 1)
+    sd_rank = math.sqrt(n * q * (1.0 - q))
+    h = _z((1.0 + confidence) / 2.0) * sd_rank
+    k = n * q
+    # Band ranks (1-based), clipped into [1, n], as 0-based indices.
+    lr = min(max(math.floor(k - h), 1), n) - 1
+    ur = min(max(math.ceil(k + h), 1), n) - 1
+    part = np.partition(x, sorted({lo, hi, lr, ur}))
+    value = _lerp(float(part[lo]), float(part[hi]), virtual - lo)
+    # n >= needed_for_interval keeps h > 0.5 rank, so ur > lr.
+    se = (float(part[ur]) - float(part[lr])) / max(ur - lr, 1) * sd_rank
+    indicator = x <= value
+    inflation = _autocorrelation_factor(indicator)
+    return _Side(value, se * math.sqrt(inflation), indicator, inflation)
+
+
+def _paired_rho(b: _Side, h: _Side, pairs: tuple[IntArray, IntArray]) -> float:
+    """Correlation of the two percentile estimates from the paired requests, clipped to [0, 1).
+
+    The phi coefficient of the indicators over the pairs, scaled by m / sqrt(n_b n_h) for m pairs
+    (equal to the phi coefficient when every request is paired).
+    """
+    ib, ih = pairs
+    m = len(ib)
+    if m < 2:
+        return 0.0
+    xb = b.indicator[ib].astype(np.float64)
+    xh = h.indicator[ih].astype(np.float64)
+    sb, sh = float(xb.std()), float(xh.std())
+    if sb == 0.0 or sh == 0.0:
+        return 0.0
+    phi = float(((xb - xb.mean()) * (xh - xh.mean())).mean()) / (sb * sh)
+    rho = phi * m / math.sqrt(b.indicator.size * h.indicator.size)
+    return min(max(rho, 0.0), 0.999)
+
+
+def _autocorr_note(b: _Side, h: _Side) -> str | None:
+    parts = [
+        f"effective n {round(s.indicator.size / s.inflation)} of {s.indicator.size} ({name})"
+        for name, s in (("base", b), ("head", h))
+        if s.inflation > 1.0
+    ]
+    return "autocorrelated in arrival order: " + ", ".join(parts) if parts else None
+
+
+def compare_percentile(
+    base: FloatArray,
+    head: FloatArray,
+    p: float,
+    confidence: float,
+    *,
+    family_size: int = 1,
+    pairs: tuple[IntArray, IntArray] | None = None,
+) -> Change:
+    """Compare the p-th percentile of head with base.
+
+    `base` / `head`: per-request values in arrival order, no NaN. `pairs`: index arrays (ib, ih)
+    with base[ib[k]] and head[ih[k]] the same request (paired analysis). `family_size`: rows
+    tested in the report, used only for the minimum detectable effect.
+    """
+    if not 0.0 < p < 100.0:
+        raise ValueError(f"percentile must be in (0, 100), got {p}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    base = np.asarray(base, dtype=np.float64)
+    head = np.asarray(head, dtype=np.float64)
+    paired = pairs is not None
+    need = needed_for_interval(p, confidence)
+    if base.size == 0 or head.size == 0:
+        nan = math.nan
+        return Change(nan, nan, nan, None, None, None, None, need, paired, "no requests")
+    if min(base.size, head.size) < need:
+        vb, vh = percentile(base, p), percentile(head, p)
+        delta = vh - vb
+        note: str | None = (
+            f"too few requests for an interval at p{p:g}: "
+            f"{base.size} base, {head.size} head, {need} needed per side"
+        )
+        return Change(vb, vh, delta, _pct(delta, vb), None, None, None, need, paired, note)
+
+    sb = _side(base, p, confidence)
+    sh = _side(head, p, confidence)
+    delta = sh.value - sb.value
+    var = sb.se**2 + sh.se**2
+    if pairs is not None:
+        rho = _paired_rho(sb, sh, pairs)
+        var -= 2.0 * rho * sb.se * sh.se
+    se = math.sqrt(max(var, 0.0))
+    zc = _z((1.0 + confidence) / 2.0)
+    note = _autocorr_note(sb, sh)
+    if se > 0.0:
+        p_value = _two_sided_p(delta / se)
+    else:  # every value in both bands tied: the distribution-free intervals are single points
+        p_value = 1.0 if delta == 0.0 else 0.0
+        note = "tied values around the percentile: interval of zero width"
+    ci = (delta - zc * se, delta + zc * se)
+    alpha = 1.0 - confidence
+    mde: float | None = None
+    if sb.value != 0.0:
+        zm = _z(1.0 - alpha / (2.0 * max(family_size, 1))) + _z(MDE_POWER)
+        mde = 100.0 * zm * se / abs(sb.value)
+    return Change(
+        base=sb.value,
+        head=sh.value,
+        delta=delta,
+        delta_pct=_pct(delta, sb.value),
+        ci=ci,
+        p_value=p_value,
+        mde_pct=mde,
+        needed=None,
+        paired=paired,
+        note=note,
+    )
+
+
+def _pct(delta: float, base: float) -> float | None:
+    return None if base == 0.0 else 100.0 * delta / base
+
+
+def holm(p_values: Sequence[float | None], alpha: float) -> list[bool]:
+    """Which p-values are significant after Holm's step-down correction at family level alpha.
+
+    None entries are never significant and do not count in the family.
+    """
+    tested = sorted((pv, i) for i, pv in enumerate(p_values) if pv is not None)
+    m = len(tested)
+    out = [False] * len(p_values)
+    for rank, (pv, i) in enumerate(tested):
+        if pv > alpha / (m - rank):
+            break
+        out[i] = True
+    return out
+
+
+def decide(
+    changes: Sequence[Change],
+    *,
+    min_change: float,
+    min_ms: float | Sequence[float],
+    confidence: float,
+) -> list[str]:
+    """The one place that decides, per change: regression, improvement, none or inconclusive.
+
+    A regression (improvement) is at least max(min_change * |base|, min_ms) up (down) and
+    significant after Holm over `changes` at 1 - confidence. Too few requests -> inconclusive.
+    `min_ms` may be one floor per change (per-token rows take none: 5 ms is a whole token).
+    """
+    significant = holm([c.p_value for c in changes], 1.0 - confidence)
+    floors = [float(min_ms)] * len(changes) if isinstance(min_ms, int | float) else list(min_ms)
+    out: list[str] = []
+    for c, sig, floor in zip(changes, significant, floors, strict=True):
+        if c.needed is not None or c.p_value is None:
+            out.append("inconclusive")
+            continue
+        bar = max(min_change * abs(c.base), floor)
+        if sig and c.delta > 0.0 and c.delta >= bar:
+            out.append("regression")
+        elif sig and c.delta < 0.0 and -c.delta >= bar:
+            out.append("improvement")
+        else:
+            out.append("none")
+    return out
+
+
+# --- SLO attainment: exact (Clopper-Pearson) interval of a share, without scipy ---------------
+
+
+@dataclass(frozen=True)
+class Attainment:
+    """Share of requests that met the SLO, with its exact interval (percent)."""
+
+    good: int
+    total: int
+    pct: float
+    ci_pct: tuple[float, float]
+
+
+def _betacf(a: float, b: float, x: float) -> float:
+    """Continued fraction of the incomplete beta function (Numerical Recipes `betacf`, Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c = 1.0
+    d = 1.0 - qab * x / qap
+    d = tiny if abs(d) < tiny else d
+    d = 1.0 / d
+    h = d
+    for m in range(1, 10_000):
+        m2 = 2 * m
+        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
+        d = 1.0 + aa * d
+        d = tiny if abs(d) < tiny else d
+        c = 1.0 + aa / c
+        c = tiny if abs(c) < tiny else c
+        d = 1.0 / d
+        h *= d * c
+        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
+        d = 1.0 + aa * d
+        d = tiny if abs(d) < tiny else d
+        c = 1.0 + aa / c
+        c = tiny if abs(c) < tiny else c
+        d = 1.0 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return h
+
+
+def betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    ln_front = (
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    )
+    front = math.exp(ln_front)
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def beta_ppf(prob: float, a: float, b: float) -> float:
+    """The beta(a, b) quantile, by bisection on `betainc` (monotone in x)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if betainc(a, b, mid) < prob:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-15:
+            break
+    return 0.5 * (lo + hi)
+
+
+def attainment(good: BoolArray, confidence: float) -> Attainment:
+    """Share of good requests with its exact Clopper-Pearson interval at `confidence`."""
+    total = int(good.size)
+    k = int(np.count_nonzero(good))
+    if total == 0:
+        return Attainment(0, 0, math.nan, (0.0, 100.0))
+    alpha = 1.0 - confidence
+    lower = 0.0 if k == 0 else beta_ppf(alpha / 2.0, k, total - k + 1)
+    upper = 1.0 if k == total else beta_ppf(1.0 - alpha / 2.0, k + 1, total - k)
+    return Attainment(k, total, 100.0 * k / total, (100.0 * lower, 100.0 * upper))

@@ -1,0 +1,213 @@
+"""Unit tests of budgetdiff.stats (simulations live in test_stats_simulation.py)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import special
+from scipy import stats as sps
+
+from budgetdiff.stats import (
+    Change,
+    attainment,
+    betainc,
+    compare_percentile,
+    decide,
+    holm,
+    needed_for_interval,
+    percentile,
+)
+
+
+def _change(base: float, delta: float, p_value: float | None, needed: int | None = None) -> Change:
+    return Change(
+        base=base,
+        head=base + delta,
+        delta=delta,
+        delta_pct=100.0 * delta / base,
+        ci=None if p_value is None else (delta - 1.0, delta + 1.0),
+        p_value=p_value,
+        mde_pct=None,
+        needed=needed,
+        paired=False,
+        note=None,
+    )
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 100, 1001])
+@pytest.mark.parametrize("p", [1.0, 50.0, 90.0, 95.0, 99.0, 99.9])
+def test_percentile_and_compare_values_equal_numpy(n: int, p: float) -> None:
+    rng = np.random.default_rng(n)
+    x = rng.lognormal(3.0, 0.4, n)
+    y = rng.lognormal(3.0, 0.4, n)
+    assert percentile(x, p) == float(np.percentile(x, p))
+    c = compare_percentile(x, y, p, 0.95)
+    assert c.base == float(np.percentile(x, p))
+    assert c.head == float(np.percentile(y, p))
+    assert c.delta == c.head - c.base
+
+
+@pytest.mark.parametrize("p", [50.0, 90.0, 95.0, 99.0, 99.9, 5.0])
+@pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
+def test_needed_for_interval_matches_scipy_exact_interval(p: float, confidence: float) -> None:
+    n = needed_for_interval(p, confidence)
+
+    def finite(m: int) -> bool:
+        x = np.arange(m, dtype=float)
+        ci = sps.quantile_test(x, q=float(np.median(x)), p=p / 100).confidence_interval(confidence)
+        return bool(np.isfinite(ci.low) and np.isfinite(ci.high))
+
+    assert finite(n)
+    assert not finite(n - 1)
+
+
+def test_needed_for_interval_known_values() -> None:
+    assert needed_for_interval(95, 0.95) == 72
+    # 0.99**367 = 0.02501 > 0.025: 367 requests leave the upper end of a 95% interval open.
+    assert needed_for_interval(99, 0.95) == 368
+    assert needed_for_interval(50, 0.95) == 6
+
+
+def test_too_few_requests_is_inconclusive_with_the_count_needed() -> None:
+    rng = np.random.default_rng(0)
+    base, head = rng.lognormal(3, 0.4, 30), rng.lognormal(3, 0.4, 30) * 2
+    c = compare_percentile(base, head, 99.0, 0.95)
+    assert c.needed == needed_for_interval(99.0, 0.95)
+    assert c.ci is None and c.p_value is None and c.mde_pct is None
+    assert c.base == float(np.percentile(base, 99)) and c.delta > 0
+    assert c.note is not None and "needed" in c.note
+    assert decide([c], min_change=0.0, min_ms=0.0, confidence=0.95) == ["inconclusive"]
+
+
+def test_one_side_short_is_inconclusive() -> None:
+    rng = np.random.default_rng(1)
+    c = compare_percentile(rng.lognormal(3, 0.4, 1000), rng.lognormal(3, 0.4, 71), 95.0, 0.95)
+    assert c.needed == 72
+
+
+def test_empty_side_is_inconclusive_not_a_crash() -> None:
+    c = compare_percentile(np.array([]), np.ones(100), 95.0, 0.95)
+    assert c.needed == 72 and c.p_value is None and math.isnan(c.base)
+
+
+def test_interval_covers_delta_and_mde_shrinks_with_n() -> None:
+    rng = np.random.default_rng(2)
+    small = compare_percentile(rng.lognormal(3, 0.4, 1000), rng.lognormal(3, 0.4, 1000), 95, 0.95)
+    big = compare_percentile(rng.lognormal(3, 0.4, 16000), rng.lognormal(3, 0.4, 16000), 95, 0.95)
+    assert small.ci is not None and small.ci[0] < small.delta < small.ci[1]
+    assert small.mde_pct is not None and big.mde_pct is not None
+    # MDE ~ 1/sqrt(n): 16x the requests, about a quarter of the MDE.
+    assert big.mde_pct == pytest.approx(small.mde_pct / 4, rel=0.3)
+
+
+def test_mde_grows_with_family_size() -> None:
+    rng = np.random.default_rng(3)
+    b, h = rng.lognormal(3, 0.4, 2000), rng.lognormal(3, 0.4, 2000)
+    one = compare_percentile(b, h, 95, 0.95, family_size=1)
+    twelve = compare_percentile(b, h, 95, 0.95, family_size=12)
+    assert one.mde_pct is not None and twelve.mde_pct is not None
+    assert twelve.mde_pct > one.mde_pct
+    assert one.ci == twelve.ci and one.p_value == twelve.p_value
+
+
+def test_standard_error_matches_asymptotic_formula() -> None:
+    # lognormal sigma 0.4, n = 1000: the p95 is known to about +-2.7% (1 se) per side.
+    rng = np.random.default_rng(4)
+    rel = []
+    for _ in range(200):
+        c = compare_percentile(rng.lognormal(0, 0.4, 1000), rng.lognormal(0, 0.4, 1000), 95, 0.95)
+        assert c.ci is not None
+        rel.append((c.ci[1] - c.ci[0]) / 2 / 1.959964 / math.sqrt(2) / c.base)
+    assert float(np.median(rel)) == pytest.approx(0.0267, rel=0.1)
+
+
+def test_holm_hand_example() -> None:
+    # alpha 0.05, m = 4: sorted 0.01 <= 0.0125 yes, 0.015 <= 0.01667 yes, 0.03 <= 0.025 no: stop.
+    assert holm([0.03, 0.01, 0.2, 0.015], 0.05) == [False, True, False, True]
+    # None entries are not in the family: m = 2, 0.02 <= 0.025 and 0.04 <= 0.05.
+    assert holm([0.04, None, 0.02, None], 0.05) == [True, False, True, False]
+    assert holm([0.04, 0.3, 0.02, 0.5], 0.05) == [False, False, False, False]
+    assert holm([], 0.05) == []
+
+
+def test_decide_respects_min_change_and_min_ms() -> None:
+    base = 200.0
+    tiny = _change(base, 6.0, 1e-9)  # 3%: below min_change 5%
+    small_abs = _change(base, 12.0, 1e-9)  # 6% but 12 ms < min_ms 15
+    real = _change(base, 20.0, 1e-9)  # 10% and 20 ms
+    not_sig = _change(base, 40.0, 0.2)
+    verdicts = decide(
+        [tiny, small_abs, real, not_sig], min_change=0.05, min_ms=15.0, confidence=0.95
+    )
+    assert verdicts == ["none", "none", "regression", "none"]
+
+
+def test_decide_improvement_and_inconclusive() -> None:
+    better = _change(100.0, -20.0, 1e-6)
+    short = _change(100.0, 50.0, None, needed=368)
+    assert decide([better, short], min_change=0.05, min_ms=1.0, confidence=0.95) == [
+        "improvement",
+        "inconclusive",
+    ]
+
+
+def test_decide_applies_holm_over_the_family() -> None:
+    # 0.02 alone is significant; among three tested rows it needs <= 0.05/3.
+    row = _change(100.0, 20.0, 0.02)
+    assert decide([row], min_change=0, min_ms=0, confidence=0.95) == ["regression"]
+    others = [_change(100.0, 1.0, 0.5), _change(100.0, 1.0, 0.6)]
+    assert decide([row, *others], min_change=0, min_ms=0, confidence=0.95)[0] == "none"
+
+
+def test_real_improvement_is_classified_as_improvement() -> None:
+    rng = np.random.default_rng(6)
+    base = rng.lognormal(5, 0.4, 3000)
+    head = rng.lognormal(5, 0.4, 3000) * 0.7
+    c = compare_percentile(base, head, 95, 0.95)
+    assert c.delta < 0 and c.ci is not None and c.ci[1] < 0
+    assert decide([c], min_change=0.05, min_ms=5.0, confidence=0.95) == ["improvement"]
+
+
+def test_tied_values_give_a_decision_not_a_division_by_zero() -> None:
+    base = np.full(500, 10.0)
+    same = compare_percentile(base, base.copy(), 95, 0.95)
+    assert same.p_value == 1.0 and same.ci == (0.0, 0.0)
+    moved = compare_percentile(base, np.full(500, 12.0), 95, 0.95)
+    assert moved.p_value == 0.0
+    assert decide([moved], min_change=0.05, min_ms=1.0, confidence=0.95) == ["regression"]
+
+
+def test_zero_base_has_no_relative_numbers() -> None:
+    base = np.zeros(200)
+    c = compare_percentile(base, np.ones(200), 95, 0.95)
+    assert c.delta_pct is None and c.mde_pct is None
+
+
+@pytest.mark.parametrize(
+    ("k", "n"), [(0, 10), (10, 10), (1, 1), (3, 17), (950, 1000), (999_000, 1_000_000), (5, 5000)]
+)
+@pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
+def test_attainment_clopper_pearson_matches_scipy(k: int, n: int, confidence: float) -> None:
+    good = np.zeros(n, dtype=bool)
+    good[:k] = True
+    a = attainment(good, confidence)
+    alpha = 1 - confidence
+    lo = 0.0 if k == 0 else float(sps.beta.ppf(alpha / 2, k, n - k + 1))
+    hi = 1.0 if k == n else float(sps.beta.ppf(1 - alpha / 2, k + 1, n - k))
+    assert (a.good, a.total) == (k, n)
+    assert a.pct == pytest.approx(100.0 * k / n)
+    assert a.ci_pct[0] == pytest.approx(100 * lo, abs=1e-9)
+    assert a.ci_pct[1] == pytest.approx(100 * hi, abs=1e-9)
+
+
+@pytest.mark.parametrize(("a", "b"), [(0.5, 0.5), (1, 1), (3, 17), (200, 5), (1e4, 2e4)])
+def test_betainc_matches_scipy(a: float, b: float) -> None:
+    for x in (1e-6, 0.01, 0.3, 0.5, 0.9, 0.999):
+        assert betainc(a, b, x) == pytest.approx(float(special.betainc(a, b, x)), abs=1e-12)
+
+
+def test_attainment_of_no_requests() -> None:
+    a = attainment(np.zeros(0, dtype=bool), 0.95)
+    assert a.total == 0 and a.ci_pct == (0.0, 100.0) and math.isnan(a.pct)
