@@ -1,0 +1,352 @@
+"""Base vs head at the budget percentile: one row per SLO metric and per slice.
+
+Takes prepared per-request values and returns the rows (values, interval, change, budget use,
+tail share), the re-budget proposal and the attainment; `judge` turns them into findings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from budgetdiff import attribution, rebudget, stats
+from budgetdiff.budget import Budget
+from budgetdiff.prepare import Prepared
+from budgetdiff.table import FloatArray, Run
+
+OTHER_PERCENTILES = (50.0, 90.0, 99.0)
+# Rows of the SLO table, in order, with how a reader should name them.
+METRIC_LABELS = {
+    "ttft": "TTFT",
+    "total": "end to end",
+    "itl": "ITL (token-weighted)",
+    "tpot": "TPOT (request-weighted)",
+    "max_stall": "longest stall per request",
+}
+PAIRABLE = ("ttft", "total")  # per-request metrics that stay aligned by request id
+PER_TOKEN = ("itl", "tpot")  # `min_ms` is a per-request floor: it does not apply per token
+
+
+@dataclass(frozen=True)
+class Row:
+    """One SLO metric or slice, at the budget percentile."""
+
+    name: str
+    kind: str  # "slo" | "slice"
+    target_ms: float | None  # the SLO target, or the slice's budget
+    base_ms: float | None
+    head_ms: float | None
+    delta_ms: float | None = None
+    delta_pct: float | None = None
+    ci_ms: tuple[float, float] | None = None
+    change: str | None = None  # regression | improvement | none | inconclusive; None: no base
+    p_value: float | None = None
+    mde_pct: float | None = None
+    needed: int | None = None
+    paired: bool = False
+    notes: tuple[str, ...] = ()
+    percentiles: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    headroom_pct: float | None = None
+    status: str | None = None  # slo rows: ok | low_headroom | breach; None without a target
+    budget_use_pct: float | None = None
+    over_budget: bool | None = None
+    tail_share_pct: float | None = None
+    tail_change_ms: float | None = None
+
+    @property
+    def label(self) -> str:
+        return METRIC_LABELS.get(self.name, self.name) if self.kind == "slo" else self.name
+
+
+@dataclass(frozen=True)
+class Side:
+    """What the report says about one run as a whole."""
+
+    source: str
+    requests: int
+    failed: int
+    attainment: stats.Attainment | None
+    meta: dict[str, str | float]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything computed for one scenario; the findings come from `judge`."""
+
+    name: str | None
+    percentile: float
+    base: Side | None
+    head: Side
+    slo: tuple[Row, ...]
+    slices: tuple[Row, ...]
+    headline: str | None
+    rebudget: rebudget.Proposal | None
+    feasibility: tuple[str, ...]
+    not_comparable: tuple[str, ...]
+    paired: bool
+    notes: tuple[str, ...]
+
+
+def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison:
+    p = budget.percentile
+    pairs = _pairs(base, head) if base is not None else None
+    names = _metric_names(head, base)
+    slice_names = list(head.slices)
+    targets = budget.slo.targets()
+
+    raw: list[tuple[str, str, FloatArray | None, FloatArray | None]] = []
+    for m in names:
+        raw.append(("slo", m, _values(base, m), _values(head, m)))
+    for s in slice_names:
+        raw.append(("slice", s, base.slices.get(s) if base else None, head.slices[s]))
+
+    tested = [i for i, r in enumerate(raw) if r[2] is not None and r[3] is not None]
+    changes: dict[int, stats.Change] = {}
+    for i in tested:
+        kind, name, b, h = raw[i]
+        assert b is not None and h is not None
+        row_pairs = pairs if (kind == "slice" or name in PAIRABLE) else None
+        changes[i] = stats.compare_percentile(
+            b, h, p, budget.regression.confidence, family_size=len(tested), pairs=row_pairs
+        )
+    decided = stats.decide(
+        [changes[i] for i in tested],
+        min_change=budget.regression.min_change,
+        min_ms=[
+            0.0 if raw[i][1] in PER_TOKEN and raw[i][0] == "slo" else budget.regression.min_ms
+            for i in tested
+        ],
+        confidence=budget.regression.confidence,
+    )
+    verdicts = dict(zip(tested, decided, strict=True))
+
+    contrib_head = attribution.tail_contributions(head.slices, _slice_sum(head), p)
+    shares = attribution.tail_shares(contrib_head)
+    tail_change: dict[str, float] = {}
+    total_tail_change: float | None = None
+    if base is not None:
+        if pairs is not None and len(slice_names) <= 10:
+            ib, ih = pairs
+            tail_change = attribution.shapley_change(
+                {s: base.slices[s][ib] for s in slice_names if s in base.slices},
+                {s: head.slices[s][ih] for s in slice_names},
+                p,
+            )
+        else:
+            contrib_base = attribution.tail_contributions(base.slices, _slice_sum(base), p)
+            tail_change = attribution.tail_change(contrib_base, contrib_head)
+        total_tail_change = float(sum(tail_change.values()))
+
+    rows: list[Row] = []
+    for i, (kind, name, b, h) in enumerate(raw):
+        target = targets.get(name) if kind == "slo" else budget.slice_budget(name)
+        rows.append(
+            _row(
+                kind,
+                name,
+                target,
+                b,
+                h,
+                p,
+                changes.get(i),
+                verdicts.get(i),
+                budget.headroom,
+                shares.get(name) if kind == "slice" else None,
+                tail_change.get(name) if kind == "slice" and base is not None else None,
+            )
+        )
+    slo_rows = tuple(r for r in rows if r.kind == "slo")
+    slice_rows = tuple(r for r in rows if r.kind == "slice")
+
+    headline = None
+    total_row = next((r for r in slo_rows if r.name == "total"), None)
+    if total_row is not None and total_row.delta_ms is not None and tail_change:
+        headline = attribution.headline(total_row.delta_ms, tail_change, p)
+
+    proposal = None
+    if budget.slices:
+        measured = {r.name: r.head_ms for r in slice_rows if r.head_ms is not None}
+        proposal = rebudget.propose(budget, measured, contrib_head)
+    tokens = head.run.output_tokens
+    feas = rebudget.feasibility(
+        budget,
+        ttft_p_ms=_head_value(slo_rows, "ttft"),
+        output_tokens_p50=float(np.median(tokens[np.isfinite(tokens)]))
+        if tokens is not None and np.isfinite(tokens).any()
+        else None,
+        tpot_measured_ms=float(np.median(head.metrics["tpot"]))
+        if len(head.metrics.get("tpot", ())) > 0
+        else None,
+    )
+
+    notes = list(head.notes)
+    if base is not None:
+        notes += [n for n in base.notes if n not in notes]
+    if pairs is not None:
+        notes.append(f"paired by request id: {len(pairs[0])} requests ran in both")
+    if base is not None and total_tail_change is not None and pairs is None:
+        notes.append(
+            "tail change attributed by each slice's mean over the requests at or above the "
+            f"p{_p(p)} of the total (unpaired runs)"
+        )
+    return Comparison(
+        name=head.run.scenario,
+        percentile=p,
+        base=_side(base, budget) if base is not None else None,
+        head=_side(head, budget),
+        slo=slo_rows,
+        slices=slice_rows,
+        headline=headline,
+        rebudget=proposal,
+        feasibility=tuple(feas),
+        not_comparable=tuple(_not_comparable(base, head)) if base is not None else (),
+        paired=pairs is not None,
+        notes=tuple(notes),
+    )
+
+
+def _row(
+    kind: str,
+    name: str,
+    target: float | None,
+    b: FloatArray | None,
+    h: FloatArray | None,
+    p: float,
+    change: stats.Change | None,
+    verdict: str | None,
+    headroom: float,
+    share: float | None,
+    tail_change: float | None,
+) -> Row:
+    head_ms = change.head if change else _at(h, p)
+    base_ms = change.base if change else _at(b, p)
+    others = {f"p{_p(q)}": (_at(b, q), _at(h, q)) for q in OTHER_PERCENTILES if q != p}
+    headroom_pct = status = budget_use = over = None
+    if target is not None and head_ms is not None:
+        if kind == "slo":
+            headroom_pct = 100.0 * (target - head_ms) / target
+            status = (
+                "breach"
+                if head_ms > target
+                else "low_headroom"
+                if headroom_pct < 100 * headroom
+                else "ok"
+            )
+        else:
+            budget_use = 100.0 * head_ms / target
+            over = head_ms > target
+    notes = [change.note] if change and change.note else []
+    return Row(
+        name=name,
+        kind=kind,
+        target_ms=target,
+        base_ms=base_ms,
+        head_ms=head_ms,
+        delta_ms=change.delta if change else None,
+        delta_pct=change.delta_pct if change else None,
+        ci_ms=change.ci if change else None,
+        change=verdict,
+        p_value=change.p_value if change else None,
+        mde_pct=change.mde_pct if change else None,
+        needed=change.needed if change else None,
+        paired=change.paired if change else False,
+        notes=tuple(notes),
+        percentiles=others,
+        headroom_pct=headroom_pct,
+        status=status,
+        budget_use_pct=budget_use,
+        over_budget=over,
+        tail_share_pct=share,
+        tail_change_ms=tail_change,
+    )
+
+
+def _at(x: FloatArray | None, q: float) -> float | None:
+    return stats.percentile(x, q) if x is not None and len(x) > 0 else None
+
+
+def _p(q: float) -> str:
+    return f"{q:g}"
+
+
+def _values(prep: Prepared | None, metric: str) -> FloatArray | None:
+    if prep is None:
+        return None
+    v = prep.metrics.get(metric)
+    return v if v is not None and len(v) else None
+
+
+def _metric_names(head: Prepared, base: Prepared | None) -> list[str]:
+    have = set(head.metrics) & (set(base.metrics) if base is not None else set(head.metrics))
+    return [m for m in METRIC_LABELS if m in have]
+
+
+def _slice_sum(prep: Prepared) -> FloatArray:
+    out = np.zeros(len(prep.metrics["total"]))
+    for v in prep.slices.values():
+        out = out + v
+    return out
+
+
+def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | None:
+    """Indices of the requests that ran in both (same request id), when most did."""
+    a, b = base.request_id, head.request_id
+    if a is None or b is None or len(a) < 2 or len(b) < 2:
+        return None
+    if len(a) == len(b) and bool(np.array_equal(a, b)):
+        idx = np.arange(len(a))
+        return idx, idx
+    common, ib, ih = np.intersect1d(a, b, assume_unique=False, return_indices=True)
+    if len(common) < 0.9 * min(len(a), len(b)) or len(np.unique(a)) != len(a):
+        return None
+    return ib, ih
+
+
+def _side(prep: Prepared, budget: Budget) -> Side:
+    conf = budget.regression.confidence
+    att = stats.attainment(prep.good, conf) if prep.good is not None else None
+    return Side(
+        source=prep.run.source,
+        requests=prep.requests,
+        failed=prep.failed,
+        attainment=att,
+        meta=dict(prep.run.meta),
+    )
+
+
+def _head_value(rows: tuple[Row, ...], name: str) -> float | None:
+    return next((r.head_ms for r in rows if r.name == name), None)
+
+
+def _not_comparable(base: Prepared, head: Prepared) -> list[str]:
+    """Reasons the two runs ran different workloads, so a difference is not a regression."""
+    reasons = []
+    for key in ("concurrency", "rate"):
+        vb, vh = base.run.meta.get(key), head.run.meta.get(key)
+        if vb is not None and vh is not None and vb != vh:
+            reasons.append(f"{key} differs: base {vb}, head {vh}")
+    for label, attr in (("prompt length", "input_tokens"), ("answer length", "output_tokens")):
+        xb: FloatArray | None = getattr(base.run, attr)
+        xh: FloatArray | None = getattr(head.run, attr)
+        if xb is None or xh is None:
+            continue
+        mb, mh = _finite_mean(xb), _finite_mean(xh)
+        if mb and mh and abs(mh - mb) / mb > 0.10:
+            reasons.append(
+                f"mean {label} differs: base {mb:.0f} tokens, head {mh:.0f} ({(mh / mb - 1):+.0%})"
+            )
+    return reasons
+
+
+def _finite_mean(x: FloatArray) -> float | None:
+    f = x[np.isfinite(x)]
+    return float(f.mean()) if len(f) else None
+
+
+def runs_match(base: list[Run], head: list[Run]) -> list[tuple[Run | None, Run]]:
+    """Pair scenarios of base and head by name (their load settings); a lone pair always pairs."""
+    if len(base) == 1 and len(head) == 1:
+        return [(base[0], head[0])]
+    by_name = {r.scenario: r for r in base}
+    return [(by_name.get(h.scenario), h) for h in head]

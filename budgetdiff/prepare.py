@@ -1,0 +1,168 @@
+"""From a Run and the budget to the per-request values every row is computed from.
+
+Derives what the input lacks (TTFT and total from the slices, the `unattributed` remainder,
+TPOT, the longest stall) and puts requests in arrival order. Pure: values in, values out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from budgetdiff.budget import Budget
+from budgetdiff.errors import InputError
+from budgetdiff.table import UNATTRIBUTED, FloatArray, Run
+
+# The remainder `total - sum(slices)` is a slice of its own only when it is more than rounding.
+UNATTRIBUTED_MIN_MS = 1.0
+UNATTRIBUTED_MIN_SHARE = 0.005
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Per-request values of the succeeded requests of one run, in arrival order."""
+
+    run: Run
+    slices: dict[str, FloatArray]  # budget slices (+ unattributed), succeeded requests only
+    metrics: dict[str, FloatArray]  # ttft, total, tpot, max_stall (per request), itl (pooled)
+    request_id: np.ndarray | None
+    requests: int  # all requests, failed included
+    failed: int
+    good: np.ndarray | None = None  # per request (all of them): met every per-request target
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def prepare(run: Run, budget: Budget) -> Prepared:
+    """Check the run has the budget's slices, derive the rest, keep the succeeded requests."""
+    ok = run.succeeded
+    if run.n and not ok.any():
+        raise InputError(
+            f"{run.source}: every one of the {run.n} requests failed; there is no latency to "
+            "compare (check the benchmark's `error` column)"
+        )
+    wanted = list(budget.slices) or list(run.slices)
+    missing = [s for s in wanted if s not in run.slices]
+    if missing and run.per_request:
+        raise InputError(
+            f"{run.source}: the budget's slice {missing[0]!r} is not in this data; it has: "
+            f"{', '.join(run.available()) or 'no slices'}. Rename the slice in the budget, map "
+            f"it with `{missing[0]}: {{budget: ..., column: NAME}}`, or pick another --format"
+        )
+
+    order = _arrival_order(run)
+    keep = ok if order is None else ok[order]
+    index = np.arange(run.n) if order is None else order
+    kept = index[keep]
+
+    slices = {s: run.slices[s][kept] for s in wanted if s in run.slices}
+    notes: list[str] = []
+    slice_sum = _sum(slices, len(kept))
+    total = run.total[kept] if run.total is not None else slice_sum
+    ttft_slices = [s for s in budget.ttft_slices if s in slices] if budget.slices else []
+    if run.ttft is not None:
+        ttft = run.ttft[kept]
+    elif ttft_slices:
+        ttft = _sum({s: slices[s] for s in ttft_slices}, len(kept))
+    else:
+        ttft = None
+
+    if run.total is not None and slices:
+        rest = total - slice_sum
+        material = max(UNATTRIBUTED_MIN_MS, UNATTRIBUTED_MIN_SHARE * float(np.mean(total)))
+        if len(rest) and float(np.max(rest)) > material:
+            slices[UNATTRIBUTED] = np.clip(rest, 0.0, None)
+            notes.append(
+                "total over, slices under: the slices explain less than the measured total, "
+                f"the rest is shown as {UNATTRIBUTED!r} (a slice is missing from the budget)"
+            )
+
+    for name, values in [*slices.items(), ("total", total), ("ttft", ttft)]:
+        if values is not None and len(values) and not np.isfinite(values).all():
+            row = int(np.flatnonzero(~np.isfinite(values))[0])
+            raise InputError(
+                f"{run.source}: {name} is missing or not a number for a request that succeeded "
+                f"(request #{int(kept[row]) + 1}); mark failed requests in the `error` column"
+            )
+
+    metrics: dict[str, FloatArray] = {"total": total}
+    if ttft is not None:
+        metrics["ttft"] = ttft
+    if run.output_tokens is not None and ttft is not None:
+        tokens = run.output_tokens[kept]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tpot = (total - ttft) / (tokens - 1)
+        metrics["tpot"] = tpot[np.isfinite(tpot) & (tokens > 1)]
+    if run.itl is not None:
+        itl = run.itl
+        lengths = np.diff(itl.offsets)
+        metrics["itl"] = itl.values if ok.all() else itl.values[np.repeat(ok, lengths)]
+        stall = itl.per_request_max()[kept]
+        metrics["max_stall"] = stall[np.isfinite(stall)]
+
+    rid = run.request_id[kept] if run.request_id is not None else None
+    good = _good(run, budget, ok, index, kept, metrics)
+    return Prepared(
+        run=run,
+        slices=slices,
+        metrics=metrics,
+        request_id=rid,
+        requests=run.n,
+        failed=int(run.n - ok.sum()),
+        good=good,
+        notes=tuple(notes),
+    )
+
+
+def _good(
+    run: Run,
+    budget: Budget,
+    ok: np.ndarray,
+    index: np.ndarray,
+    kept: np.ndarray,
+    metrics: dict[str, FloatArray],
+) -> np.ndarray | None:
+    """Joint per-request SLO: succeeded and every per-request target met (`<=`)."""
+    targets = budget.slo.targets()
+    if not targets or not run.per_request:
+        return None
+    good = np.zeros(run.n, dtype=bool)
+    met = np.ones(len(kept), dtype=bool)
+    for name, target in targets.items():
+        per_request = _per_request_metric(run, name, kept, metrics)
+        if per_request is None:
+            continue
+        met &= per_request <= target
+    good[kept] = met
+    return good
+
+
+def _per_request_metric(
+    run: Run, name: str, kept: np.ndarray, metrics: dict[str, FloatArray]
+) -> FloatArray | None:
+    if name in ("ttft", "total"):
+        return metrics.get(name)
+    if name in ("itl", "tpot") and "ttft" in metrics and run.output_tokens is not None:
+        # a per-token target holds for a request when its mean gap (TPOT) is within it
+        tokens = run.output_tokens[kept]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tpot = (metrics["total"] - metrics["ttft"]) / (tokens - 1)
+        return np.where(tokens > 1, tpot, 0.0)
+    return None
+
+
+def _arrival_order(run: Run) -> np.ndarray | None:
+    """Indices in arrival order (by start_time), or None when rows already are in that order."""
+    if run.start_time is None or run.n < 2:
+        return None
+    st = run.start_time
+    if np.isnan(st).any() or bool(np.all(st[1:] >= st[:-1])):
+        return None
+    return np.argsort(st, kind="stable")
+
+
+def _sum(slices: dict[str, FloatArray], n: int) -> FloatArray:
+    out = np.zeros(n)
+    for values in slices.values():  # fixed slice order: the same sum everywhere
+        out = out + values
+    return out

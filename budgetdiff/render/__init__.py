@@ -1,0 +1,1 @@
+"""Renderings of one Report: terminal table, markdown, JSON."""

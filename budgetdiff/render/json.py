@@ -1,0 +1,122 @@
+"""The JSON report (`budgetdiff.report/v1`): every key of the contract, always present."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from budgetdiff.compare import Comparison, Row
+from budgetdiff.report import Report, Scenario
+
+SCHEMA = "budgetdiff.report/v1"
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_dict(report), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def report_dict(report: Report) -> dict[str, Any]:
+    main = _scenario(report.main)
+    out: dict[str, Any] = {"schema": SCHEMA, "id": report.id, "mode": report.mode}
+    out.update(main)
+    out["verdict"] = report.verdict
+    out["findings"] = [f.__dict__ for f in report.findings]
+    if len(report.scenarios) > 1:
+        out["scenarios"] = [_scenario(s) for s in report.scenarios]
+    return out
+
+
+def _scenario(s: Scenario) -> dict[str, Any]:
+    c = s.comparison
+    return {
+        "name": c.name,
+        "verdict": s.verdict,
+        "percentile": c.percentile,
+        "requests": {"base": c.base.requests if c.base else None, "head": c.head.requests},
+        "failed": {"base": c.base.failed if c.base else None, "head": c.head.failed},
+        "paired": c.paired,
+        "headline": c.headline,
+        "slo": [_slo(r) for r in c.slo],
+        "slices": [_slice(r) for r in c.slices],
+        "findings": [f.__dict__ for f in s.findings],
+        "regressions": s.regressions,
+        "rebudget": dict(c.rebudget.allocation) if c.rebudget else None,
+        "rebudget_detail": {
+            "target_ms": _f(c.rebudget.target_ms),
+            "fits": c.rebudget.fits,
+            "shortfall_ms": _f(c.rebudget.shortfall_ms),
+            "work_first": c.rebudget.work_first,
+            "messages": list(c.rebudget.messages),
+        }
+        if c.rebudget
+        else None,
+        "attainment": _attainment(c),
+        "not_comparable": list(c.not_comparable),
+        "feasibility": list(c.feasibility),
+        "notes": list(c.notes),
+    }
+
+
+def _common(r: Row) -> dict[str, Any]:
+    return {
+        "base_ms": _f(r.base_ms),
+        "head_ms": _f(r.head_ms),
+        "delta_ms": _f(r.delta_ms),
+        "delta_pct": _f(r.delta_pct),
+        "ci_ms": [_f(r.ci_ms[0]), _f(r.ci_ms[1])] if r.ci_ms else None,
+        "change": r.change,
+        "p_value": _f(r.p_value, 6),
+        "mde_pct": _f(r.mde_pct),
+        "needed": r.needed,
+        "paired": r.paired,
+        "notes": list(r.notes),
+        "percentiles": {
+            k: {"base_ms": _f(b), "head_ms": _f(h)} for k, (b, h) in r.percentiles.items()
+        },
+    }
+
+
+def _slo(r: Row) -> dict[str, Any]:
+    return {
+        "metric": r.name,
+        "target_ms": _f(r.target_ms),
+        **_common(r),
+        "headroom_pct": _f(r.headroom_pct),
+        "status": r.status,
+    }
+
+
+def _slice(r: Row) -> dict[str, Any]:
+    return {
+        "name": r.name,
+        "budget_ms": _f(r.target_ms),
+        **_common(r),
+        "over_budget": r.over_budget,
+        "budget_use_pct": _f(r.budget_use_pct),
+        "tail_share_pct": _f(r.tail_share_pct),
+        "tail_change_ms": _f(r.tail_change_ms),
+    }
+
+
+def _attainment(c: Comparison) -> dict[str, Any] | None:
+    out = {}
+    for name, side in (("base", c.base), ("head", c.head)):
+        a = side.attainment if side is not None else None
+        out[name] = (
+            None
+            if a is None
+            else {
+                "good": a.good,
+                "requests": a.total,
+                "pct": _f(a.pct),
+                "ci_pct": [_f(a.ci_pct[0]), _f(a.ci_pct[1])],
+            }
+        )
+    return out if any(out.values()) else None
+
+
+def _f(x: float | None, digits: int = 3) -> float | None:
+    if x is None or not math.isfinite(x):
+        return None
+    return round(float(x), digits)

@@ -1,0 +1,87 @@
+"""The file edge: bytes of a results file from the work tree or from a git commit, size-capped."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+from budgetdiff.errors import GitError, InputError
+
+DEFAULT_MAX_BYTES = 2 * 1024**3  # a results file from a PR is attacker-controlled: cap it
+MAX_BYTES_ENV = "BUDGETDIFF_MAX_INPUT_BYTES"
+
+
+def max_bytes(environ: Mapping[str, str]) -> int:
+    raw = environ.get(MAX_BYTES_ENV)
+    if raw is None:
+        return DEFAULT_MAX_BYTES
+    try:
+        return int(raw)
+    except ValueError:
+        raise InputError(f"{MAX_BYTES_ENV}={raw!r}: must be a whole number of bytes") from None
+
+
+def read_bytes(path: str, ref: str | None, limit: int) -> bytes:
+    """The file's bytes, from the work tree or as it is in commit `ref` (`git show REF:./PATH`)."""
+    if ref is not None:
+        return _git_show(ref, path, limit)
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > limit:
+            raise InputError(
+                f"{path}: {size:,} bytes is over the {limit:,}-byte limit for a results file "
+                f"(raise it with {MAX_BYTES_ENV} if the file is yours)"
+            )
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(
+            f"{path}: no such file; check the path (relative to {Path.cwd()})"
+        ) from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder; pass the results file inside it") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read it ({e.strerror})") from None
+    if not data.strip():
+        raise InputError(f"{path}: the file is empty; did the benchmark finish and write it?")
+    return data
+
+
+def exists(path: str, ref: str | None) -> bool:
+    if ref is None:
+        return Path(path).is_file()
+    _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], ref, path)
+    try:
+        _git(["cat-file", "-e", f"{ref}:./{path}"], ref, path)
+    except GitError:
+        return False
+    return True
+
+
+def _git_show(ref: str, path: str, limit: int) -> bytes:
+    data = _git(["show", f"{ref}:./{path}"], ref, path)
+    if len(data) > limit:
+        raise InputError(f"{ref}:{path}: over the {limit:,}-byte limit for a results file")
+    if not data.strip():
+        raise InputError(f"{ref}:{path}: the file is empty in that commit")
+    return data
+
+
+def _git(args: list[str], ref: str, path: str) -> bytes:
+    if ref.startswith("-") or not ref.strip():
+        raise GitError(f"--*-ref {ref!r}: not a git revision; pass a branch, tag or commit SHA")
+    try:
+        done = subprocess.run(
+            ["git", *args], capture_output=True, check=False, env={**os.environ, "LC_ALL": "C"}
+        )
+    except FileNotFoundError:
+        raise GitError(f"{ref}:{path}: git is not installed; drop --base-ref/--head-ref") from None
+    if done.returncode != 0:
+        why = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(
+            f"{ref}:{path}: git cannot read it ({why[-1] if why else 'unknown error'}); check the "
+            "ref exists (fetch-depth: 0 in actions/checkout) and the path is relative to here"
+        )
+    return done.stdout

@@ -1,0 +1,58 @@
+"""Small builders shared by the CLI tests: native tables and budgets on disk, and a runner."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from budgetdiff.cli import main
+
+BUDGET = """\
+version: 1
+percentile: 95
+slo: {ttft: 1200, total: 6000}
+slices: {queue: 250, prefill: 800, decode: 4200}
+first_token_after: prefill
+fail_on: [breach, regression]
+"""
+
+
+def write_table(path: Path, columns: Mapping[str, object], n: int | None = None) -> Path:
+    """A CSV with the given columns (arrays or lists), header first."""
+    names = list(columns)
+    cols = [list(np.asarray(columns[c]).tolist()) for c in names]
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(names)
+        w.writerows(zip(*cols, strict=True))
+    return path
+
+
+def slices(seed: int, n: int = 2000, decode_tail: float = 1.0) -> dict[str, np.ndarray]:
+    """Realistic per-request slices; `decode_tail` slows only the slowest 10% of decodes."""
+    rng = np.random.default_rng(seed)
+    queue = rng.lognormal(np.log(40), 0.5, n)
+    prefill = rng.lognormal(np.log(300), 0.4, n)
+    decode = rng.lognormal(np.log(2500), 0.3, n)
+    cut = np.quantile(decode, 0.9)
+    decode = np.where(
+        decode > cut, cut + (decode - cut) * decode_tail + cut * (decode_tail - 1), decode
+    )
+    return {
+        "request_id": np.array([f"r{seed}-{i}" for i in range(n)]),
+        "queue_ms": queue.round(3),
+        "prefill_ms": prefill.round(3),
+        "decode_ms": decode.round(3),
+    }
+
+
+def run(
+    argv: list[str], capsys: pytest.CaptureFixture[str], env: Mapping[str, str] | None = None
+) -> tuple[int, str, str]:
+    code = main(argv, environ=dict(env or {}))
+    out, err = capsys.readouterr()
+    return code, out, err

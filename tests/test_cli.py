@@ -1,0 +1,253 @@
+"""The main path end to end: two native tables and a budget in, report and exit code out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.helpers import BUDGET, run, slices, write_table
+
+
+@pytest.fixture
+def tail_pair(tmp_path: Path) -> tuple[Path, Path, Path]:
+    base = write_table(tmp_path / "base.csv", slices(1))
+    head = write_table(tmp_path / "head.csv", slices(2, decode_tail=1.35))
+    budget = tmp_path / "budget.yml"
+    budget.write_text(BUDGET)
+    return base, head, budget
+
+
+def test_tail_regression_is_found_in_all_three_outputs(
+    tail_pair: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, head, budget = tail_pair
+    hb = np.loadtxt(head, delimiter=",", skiprows=1, usecols=3)
+    bb = np.loadtxt(base, delimiter=",", skiprows=1, usecols=3)
+    assert abs(np.median(hb) / np.median(bb) - 1) < 0.03  # the median did not move
+    args = ["compare", "--base", str(base), "--head", str(head), "--budget", str(budget)]
+    md_file, json_file = tmp_path / "r.md", tmp_path / "r.json"
+    code, table, _ = run([*args, "--json", str(json_file), "--markdown", str(md_file)], capsys)
+    assert code == 1
+    report = json.loads(json_file.read_text())
+    changes = {s["name"]: s["change"] for s in report["slices"]}
+    assert changes == {"queue": "none", "prefill": "none", "decode": "regression"}
+    assert "decode" in report["regressions"] and report["verdict"] == "fail"
+    decode_line = next(line for line in table.splitlines() if line.startswith("decode"))
+    assert "regression" in decode_line
+    assert "regression" not in next(ln for ln in table.splitlines() if ln.startswith("prefill"))
+    markdown = md_file.read_text()
+    assert "regression: " in markdown.splitlines()[0] and "decode" in markdown.splitlines()[0]
+    code, _, _ = run([*args, "--fail-on", "never"], capsys)
+    assert code == 0
+
+
+def test_unchanged_runs_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = write_table(tmp_path / "base.csv", slices(1))
+    head = write_table(tmp_path / "head.csv", slices(2))
+    budget = tmp_path / "budget.yml"
+    budget.write_text(BUDGET)
+    code, out, _ = run(
+        [
+            "compare",
+            "--base",
+            str(base),
+            "--head",
+            str(head),
+            "--budget",
+            str(budget),
+            "--output",
+            "json",
+        ],
+        capsys,
+    )
+    report = json.loads(out)
+    assert code == 0
+    assert report["regressions"] == []
+    assert {r["change"] for r in report["slices"]} == {"none"}
+
+
+def test_json_report_has_every_contract_key(
+    tail_pair: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, head, budget = tail_pair
+    _, out, _ = run(
+        [
+            "compare",
+            "--base",
+            str(base),
+            "--head",
+            str(head),
+            "--budget",
+            str(budget),
+            "--output",
+            "json",
+        ],
+        capsys,
+    )
+    report = json.loads(out)
+    top = {
+        "schema",
+        "verdict",
+        "percentile",
+        "requests",
+        "slo",
+        "slices",
+        "findings",
+        "regressions",
+        "rebudget",
+    }
+    assert top <= set(report)
+    assert report["schema"] == "budgetdiff.report/v1"
+    assert report["requests"] == {"base": 2000, "head": 2000}
+    slo_keys = {
+        "metric",
+        "target_ms",
+        "base_ms",
+        "head_ms",
+        "delta_ms",
+        "delta_pct",
+        "ci_ms",
+        "change",
+        "headroom_pct",
+        "status",
+    }
+    slice_keys = {
+        "name",
+        "budget_ms",
+        "base_ms",
+        "head_ms",
+        "delta_ms",
+        "delta_pct",
+        "ci_ms",
+        "change",
+        "over_budget",
+        "tail_share_pct",
+        "tail_change_ms",
+    }
+    assert all(slo_keys <= set(r) for r in report["slo"])
+    assert all(slice_keys <= set(r) for r in report["slices"])
+    assert {"kind", "subject", "fails", "message"} <= set(report["findings"][0])
+    assert abs(sum(r["tail_share_pct"] for r in report["slices"]) - 100) < 0.5
+
+
+def test_check_has_no_base(
+    tail_pair: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, head, budget = tail_pair
+    code, out, _ = run(
+        ["check", "--head", str(head), "--budget", str(budget), "--output", "json"], capsys
+    )
+    report = json.loads(out)
+    assert report["requests"]["base"] is None
+    assert all(r["base_ms"] is None and r["change"] is None for r in report["slices"])
+    assert code == 0
+
+
+def test_missing_base_is_a_finding_never_a_silent_pass(
+    tail_pair: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, head, budget = tail_pair
+    args = [
+        "compare",
+        "--base",
+        str(tmp_path / "gone.csv"),
+        "--head",
+        str(head),
+        "--budget",
+        str(budget),
+        "--output",
+        "json",
+    ]
+    code, out, _ = run(args, capsys)
+    report = json.loads(out)
+    assert report["verdict"] == "warn" and code == 0
+    assert report["findings"][0]["kind"] == "no_base"
+    code, out, _ = run([*args, "--fail-on", "no_base"], capsys)
+    assert code == 1
+
+
+def test_demo_runs_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["demo"], capsys)
+    assert code == 0, err
+    assert "decode" in out and "budgetdiff demo" not in err
+
+
+def test_schema_is_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["schema"], capsys)
+    schema = json.loads(out)
+    assert code == 0
+    assert {"percentile", "slo", "slices", "fail_on"} <= set(schema["properties"])
+    assert schema["additionalProperties"] is False
+
+
+def test_base_ref_reads_the_file_from_git(
+    tail_pair: tuple[Path, Path, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import subprocess
+
+    base, head, budget = tail_pair
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    monkeypatch.chdir(repo)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", "init", "-q"], check=True)
+    (repo / "results.csv").write_bytes(base.read_bytes())
+    subprocess.run([*git, "add", "results.csv"], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    (repo / "results.csv").write_bytes(head.read_bytes())  # the work tree holds head now
+    code, out, err = run(
+        [
+            "compare",
+            "--base",
+            "results.csv",
+            "--base-ref",
+            "HEAD",
+            "--head",
+            "results.csv",
+            "--budget",
+            str(budget),
+            "--output",
+            "json",
+        ],
+        capsys,
+    )
+    assert code == 1, err
+    assert "decode" in json.loads(out)["regressions"]
+    code, _, err = run(
+        [
+            "compare",
+            "--base",
+            "results.csv",
+            "--base-ref",
+            "nosuchref",
+            "--head",
+            "results.csv",
+            "--budget",
+            str(budget),
+        ],
+        capsys,
+    )
+    assert code == 2 and "nosuchref" in err and "Traceback" not in err
+    code, out, err = run(
+        [
+            "compare",
+            "--base",
+            "other.csv",
+            "--base-ref",
+            "HEAD",
+            "--head",
+            "results.csv",
+            "--budget",
+            str(budget),
+            "--output",
+            "json",
+        ],
+        capsys,
+    )
+    assert code == 0 and json.loads(out)["findings"][0]["kind"] == "no_base"

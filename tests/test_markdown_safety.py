@@ -1,0 +1,130 @@
+"""Attacker-controlled names cannot break the comment: rendered by a real GFM renderer."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import cmarkgfm
+import numpy as np
+import pytest
+from cmarkgfm.cmark import Options
+
+from tests.helpers import run, write_table
+
+HOSTILE = [
+    "a|b",
+    "`code` span",
+    "<details><summary>x",
+    "</table></details>",
+    "@someone",
+    "line\nbreak",
+    "x" * 10_000,
+    "[link](https://evil.example) **bold** ~~strike~~ #1",
+]
+
+
+def gfm(text: str) -> str:
+    return cmarkgfm.github_flavored_markdown_to_html(text, options=Options.CMARK_OPT_UNSAFE)
+
+
+@pytest.fixture
+def hostile_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[str, dict]:
+    rng = np.random.default_rng(3)
+    columns = {f"c{i}": rng.lognormal(4, 0.3, 300).round(2) for i in range(len(HOSTILE))}
+    base = write_table(tmp_path / "base.csv", columns)
+    columns = {k: v * (1.3 if k == "c0" else 1.0) for k, v in columns.items()}
+    head = write_table(tmp_path / "head.csv", columns)
+    budget = {
+        "version": 1,
+        "percentile": 95,
+        "slo": {"total": 900},
+        "slices": {name[:100]: {"budget": 80, "column": f"c{i}"} for i, name in enumerate(HOSTILE)},
+    }
+    (tmp_path / "budget.yml").write_text(json.dumps(budget))  # JSON is YAML
+    md_file = tmp_path / "r.md"
+    code, _, err = run(
+        [
+            "compare",
+            "--base",
+            str(base),
+            "--head",
+            str(head),
+            "--budget",
+            str(tmp_path / "budget.yml"),
+            "--markdown",
+            str(md_file),
+        ],
+        capsys,
+    )
+    assert code in (0, 1), err
+    return md_file.read_text(), budget
+
+
+def test_tables_keep_their_shape(hostile_report: tuple[str, dict]) -> None:
+    markdown, budget = hostile_report
+    html = gfm(markdown)
+    tables = re.findall(r"<table>.*?</table>", html, flags=re.S)
+    slice_table = next(t for t in tables if "slice at p95" in t)
+    rows = re.findall(r"<tr>.*?</tr>", slice_table, flags=re.S)
+    assert len(rows) == 1 + len(budget["slices"])  # header + one row per slice, none split
+    header_cells = len(re.findall(r"<th", rows[0]))
+    assert all(len(re.findall(r"<td", r)) == header_cells for r in rows[1:])
+
+
+def test_no_html_no_mention_no_markup(hostile_report: tuple[str, dict]) -> None:
+    markdown, _ = hostile_report
+    html = gfm(markdown)
+    # only our own tags: the folds, the table, the small print
+    tags = set(re.findall(r"</?([a-zA-Z][a-zA-Z0-9]*)", html))
+    assert tags <= {
+        "h3",
+        "p",
+        "strong",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "th",
+        "td",
+        "details",
+        "summary",
+        "sub",
+        "ul",
+        "li",
+        "code",
+        "em",
+        "h4",
+    }
+    assert html.count("<details>") == html.count("</details>")
+    assert html.count("<table>") == html.count("</table>")
+    assert not re.search(r"@someone", html)  # a zero-width space keeps it from mentioning
+    assert "<a " not in html and "<del>" not in html
+    assert max(len(line) for line in markdown.splitlines()) < 5_000  # names are shortened
+
+
+def test_terminal_table_has_no_control_characters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(4)
+    evil = "dec\x1b[31mode\x07"
+    base = write_table(tmp_path / "b.csv", {"x": rng.lognormal(4, 0.3, 200)})
+    head = write_table(tmp_path / "h.csv", {"x": rng.lognormal(4, 0.3, 200)})
+    (tmp_path / "budget.yml").write_text(
+        json.dumps({"slices": {evil: {"budget": 100, "column": "x"}}})
+    )
+    code, out, err = run(
+        [
+            "compare",
+            "--base",
+            str(base),
+            "--head",
+            str(head),
+            "--budget",
+            str(tmp_path / "budget.yml"),
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    assert "\x1b" not in out and "\x07" not in out
