@@ -222,7 +222,7 @@ def _evaluate(
 ) -> Report:
     from budgetdiff.compare import compare, runs_match
     from budgetdiff.judge import judge
-    from budgetdiff.prepare import prepare
+    from budgetdiff.prepare import Prepared, prepare
     from budgetdiff.report import Report, Scenario
 
     pairs = runs_match(base, head) if base is not None else [(None, h) for h in head]
@@ -231,7 +231,15 @@ def _evaluate(
         missing = no_base
         if base is not None and b is None:
             missing = f"scenario {h.scenario!r} is in head but not in base: nothing to compare"
-        c = compare(prepare(b, budget) if b is not None else None, prepare(h, budget), budget)
+        if h.per_request and (b is None or b.per_request):
+            c = compare(prepare(b, budget) if b is not None else None, prepare(h, budget), budget)
+        else:
+            from budgetdiff.aggregate import compare_aggregate
+
+            def side(run: Run) -> Run | Prepared:
+                return prepare(run, budget) if run.per_request else run
+
+            c = compare_aggregate(side(b) if b is not None else None, side(h), budget)
         findings, verdict = judge(c, budget, fail_on, no_base=missing)
         scenarios.append(Scenario(c, tuple(findings), verdict))
     mode = "compare" if base is not None or no_base is not None else "check"

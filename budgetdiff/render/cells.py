@@ -27,7 +27,12 @@ def change(r: Row) -> str:
             text += f" [{lo:+.1f}, {hi:+.1f}]"
     word = CHANGE_WORDS[r.change]
     if r.change == "inconclusive":
-        word += f" (needs {r.needed} requests)" if r.needed else " (no per-request data)"
+        if r.needed:
+            word += f" (needs {r.needed} requests)"
+        elif any("too coarse" in n for n in r.notes):
+            word += " (buckets too coarse)"
+        else:
+            word += " (no per-request data)"
     elif r.change == "none" and r.mde_pct is not None:
         word += f" (could see ≥ {r.mde_pct:.0f}%)"
     return f"{text} {word}"
