@@ -1,0 +1,111 @@
+"""The GitHub Action's entry: inputs (env vars set by action.yml) to argv for `budgetdiff.cli`.
+
+action.yml passes every input through `env:` and runs `python -m budgetdiff.action`; nothing a
+user writes is ever spliced into a shell line. Values go to argparse as `--opt=value`, so one
+that starts with `-` cannot become an option.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+
+from budgetdiff.errors import BudgetdiffError, UsageError
+
+# input name -> the env var action.yml sets for it
+INPUTS = {
+    "base": "INPUT_BASE",
+    "head": "INPUT_HEAD",
+    "budget": "INPUT_BUDGET",
+    "format": "INPUT_FORMAT",
+    "fail-on": "INPUT_FAIL_ON",
+    "comment": "INPUT_COMMENT",
+    "id": "INPUT_ID",
+    "github-token": "INPUT_GITHUB_TOKEN",
+    "base-ref": "INPUT_BASE_REF",
+    "head-ref": "INPUT_HEAD_REF",
+    "base-artifact": "INPUT_BASE_ARTIFACT",
+    "comment-author": "INPUT_COMMENT_AUTHOR",
+    "results-artifact": "INPUT_RESULTS_ARTIFACT",
+}
+
+
+def _input(environ: Mapping[str, str], name: str) -> str:
+    return environ.get(INPUTS[name], "").strip()
+
+
+def _files(value: str) -> list[str]:
+    """One path per line (a path may contain spaces; commas are legal in file names too)."""
+    return [line.strip() for line in value.splitlines() if line.strip()]
+
+
+def _inside(folder: Path, name: str, what: str) -> str:
+    """`name` as a plain relative path inside the extracted artifact `folder`."""
+    path = PurePosixPath(name)
+    if path.is_absolute() or ".." in path.parts or "\\" in name:
+        raise UsageError(
+            f"input `{what}`: {name!r} must be a path inside the results artifact "
+            "(relative, no `..`)"
+        )
+    return str(folder.joinpath(*path.parts))
+
+
+def build(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """(argv for budgetdiff.cli.main, the environment it runs with)."""
+    env = dict(environ)
+    token = _input(environ, "github-token")
+    if token:
+        env["GITHUB_TOKEN"] = token
+    head = _files(_input(environ, "head"))
+    if not head:
+        raise UsageError(
+            "input `head` is required: the results file(s) of this commit, e.g. "
+            "`head: results/head.csv`"
+        )
+    base = _files(_input(environ, "base"))
+    report_id = _input(environ, "id") or "default"
+
+    results_artifact = _input(environ, "results-artifact")
+    if results_artifact:
+        if _input(environ, "base-ref") or _input(environ, "head-ref"):
+            raise UsageError(
+                "inputs `base-ref`/`head-ref` do not combine with `results-artifact`: "
+                "the artifact holds the files themselves"
+            )
+        from budgetdiff.github import fetch_results_artifact
+
+        temp = environ.get("RUNNER_TEMP") or tempfile.gettempdir()
+        folder = Path(tempfile.mkdtemp(prefix=f"budgetdiff-results-{report_id}-", dir=temp))
+        folder = fetch_results_artifact(results_artifact, env, folder)
+        head = [_inside(folder, name, "head") for name in head]
+        base = [_inside(folder, name, "base") for name in base]
+
+    argv = ["compare", "--github", f"--id={report_id}"]
+    argv += [f"--head={name}" for name in head]
+    argv += [f"--base={name}" for name in base]
+    argv.append(f"--budget={_input(environ, 'budget') or 'budget.yml'}")
+    for name in ("format", "fail-on", "base-ref", "head-ref", "base-artifact", "comment-author"):
+        value = _input(environ, name)
+        if value:
+            argv.append(f"--{name}={value}")
+    argv.append(f"--comment={_input(environ, 'comment') or 'true'}")
+    return argv, env
+
+
+def main(environ: Mapping[str, str] | None = None) -> int:
+    environ = os.environ if environ is None else environ
+    try:
+        argv, env = build(environ)
+    except BudgetdiffError as exc:
+        print(f"budgetdiff: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    from budgetdiff.cli import main as cli_main
+
+    return cli_main(argv, env)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

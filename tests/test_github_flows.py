@@ -1,0 +1,384 @@
+"""The CLI and the Action entry end to end against a fake GitHub: comments, base artifacts,
+and the fork-PR workflow_run flow with a hostile results artifact."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fake_github import BOT, EVENTS_PATH, SPEC_PATH, FakeGitHub, event_payload, make_zip
+
+from budgetdiff import action
+from budgetdiff.cli import main
+from budgetdiff.errors import InputError
+from budgetdiff.github import fetch_base_artifact
+from budgetdiff.github.artifact import Limits, extract
+from budgetdiff.github.comment import marker
+
+if not SPEC_PATH.exists() or not EVENTS_PATH.exists():
+    pytest.skip("../shared/github is not next to the repository", allow_module_level=True)
+
+DEMO = Path(__file__).resolve().parents[1] / "budgetdiff" / "demo"
+TOKEN = "test-token-s3cr3t"
+REPO = "Codertocat/Hello-World"
+PR = 2
+
+
+@pytest.fixture
+def gh() -> Iterator[FakeGitHub]:
+    with FakeGitHub(repo=REPO) as server:
+        yield server
+    assert server.errors == []
+
+
+def make_env(
+    tmp_path: Path,
+    gh: FakeGitHub,
+    kind: str = "pull_request.opened",
+    payload: dict[str, object] | None = None,
+    **extra: str,
+) -> dict[str, str]:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(payload or event_payload(kind)), encoding="utf-8")
+    for name in ("summary.md", "output.txt"):
+        (tmp_path / name).touch()
+    runner_temp = tmp_path / "runner"
+    runner_temp.mkdir(exist_ok=True)
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_API_URL": gh.api_url,
+        "GITHUB_REPOSITORY": REPO,
+        "GITHUB_EVENT_NAME": kind.split(".")[0],
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
+        "GITHUB_SHA": "c" * 40,
+        "RUNNER_TEMP": str(runner_temp),
+    }
+    env.update(extra)
+    return env
+
+
+def outputs(env: dict[str, str]) -> dict[str, str]:
+    values: dict[str, str] = {}
+    lines = iter(Path(env["GITHUB_OUTPUT"]).read_text().split("\n"))
+    for line in lines:
+        if "<<" in line:
+            name, delimiter = line.split("<<", 1)
+            collected = []
+            for inner in lines:
+                if inner == delimiter:
+                    break
+                collected.append(inner)
+            values[name] = "\n".join(collected)
+    return values
+
+
+def demo_args(*extra: str) -> list[str]:
+    return [
+        "compare",
+        "--base",
+        str(DEMO / "base.csv"),
+        "--head",
+        str(DEMO / "head.csv"),
+        "--budget",
+        str(DEMO / "budget.yml"),
+        "--github",
+        *extra,
+    ]
+
+
+# -- the CLI ------------------------------------------------------------------------------------
+
+
+def test_cli_comments_once_and_updates_on_the_next_run(
+    tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = make_env(tmp_path, gh)
+    assert main(demo_args("--id", "x"), environ=env) == 1
+    assert main(demo_args("--id", "x"), environ=env) == 1
+
+    [comment] = gh.comments_on(PR)
+    assert comment["body"].startswith(marker("x") + "\n")
+    assert "decode" in comment["body"]
+    assert [r.method for r in gh.requests] == ["GET", "POST", "GET", "PATCH"]
+    values = outputs(env)
+    assert values["verdict"] == "fail"
+    assert "decode" in values["regressions"].split(",")
+    assert json.loads(Path(values["report-json"]).read_text())["schema"] == "budgetdiff.report/v1"
+    assert "decode" in Path(env["GITHUB_STEP_SUMMARY"]).read_text()
+    out = capsys.readouterr().out
+    assert "::error title=budgetdiff x%3A regression decode::" in out
+
+
+def test_cli_read_only_token_keeps_the_exit_code_summary_and_outputs(
+    tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gh.tokens[TOKEN] = (BOT, False)
+    env = make_env(tmp_path, gh)
+    assert main(demo_args(), environ=env) == 1
+    assert main(demo_args("--fail-on", "never"), environ=env) == 0
+    assert gh.comments_on(PR) == []
+    assert outputs(env)["verdict"] == "warn"  # the second run's outputs are appended last
+    assert Path(env["GITHUB_STEP_SUMMARY"]).read_text().count("budgetdiff") >= 2
+    captured = capsys.readouterr()
+    assert captured.out.count("::warning title=budgetdiff::budgetdiff: could not comment") == 2
+    assert "Resource not accessible by integration" in captured.out
+    assert TOKEN not in captured.out + captured.err
+
+
+def test_cli_report_ids_keep_separate_comments_behind_an_api_v3_prefix(tmp_path: Path) -> None:
+    with FakeGitHub(prefix="/api/v3", repo=REPO) as ghes:
+        env = make_env(tmp_path, ghes)
+        main(demo_args("--id", "llama-8b"), environ=env)
+        main(demo_args("--id", "llama-70b"), environ=env)
+        main(demo_args("--id", "llama-8b"), environ=env)
+        firsts = sorted(c["body"].split("\n", 1)[0] for c in ghes.comments_on(PR))
+    assert ghes.errors == []
+    assert firsts == [marker("llama-70b"), marker("llama-8b")]
+
+
+def test_cli_base_artifact_from_main_not_from_a_forks_main(
+    tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base_data = (DEMO / "base.csv").read_bytes()
+    head = tmp_path / "results.csv"
+    head.write_bytes((DEMO / "head.csv").read_bytes())
+    payload = event_payload("pull_request.opened")
+    branch = payload["pull_request"]["base"]["ref"]
+    repo_id = payload["repository"]["id"]
+    gh.add_artifact(
+        "latency-results",
+        make_zip({"results.csv": base_data}),
+        branch=branch,
+        head_repository_id=repo_id,
+        created_at="2024-01-01T00:00:00Z",
+    )
+    # newer, same branch name, but a pull_request run from a fork: must not be the base
+    gh.add_artifact(
+        "latency-results",
+        make_zip({"results.csv": head.read_bytes()}),
+        branch=branch,
+        event="pull_request",
+        head_repository_id=999,
+        created_at="2024-02-01T00:00:00Z",
+    )
+    env = make_env(tmp_path, gh)
+    code = main(
+        [
+            "compare",
+            "--head",
+            str(head),
+            "--budget",
+            str(DEMO / "budget.yml"),
+            "--github",
+            "--base-artifact",
+            "latency-results",
+            "--comment",
+            "false",
+        ],
+        environ=env,
+    )
+    assert code == 1
+    assert "decode" in outputs(env)["regressions"].split(",")
+    assert len(gh.storage_requests) == 1  # the archive came from storage, without the token
+    out = capsys.readouterr().out
+    assert "not the PR's base commit" in out  # it is main's latest, and says so
+
+
+def test_cli_missing_base_artifact_is_the_no_base_finding(
+    tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = make_env(tmp_path, gh)
+    code = main(
+        [
+            "compare",
+            "--head",
+            str(DEMO / "head.csv"),
+            "--budget",
+            str(DEMO / "budget.yml"),
+            "--github",
+            "--base-artifact",
+            "latency-results",
+            "--fail-on",
+            "no_base",
+        ],
+        environ=env,
+    )
+    assert code == 1
+    assert outputs(env)["verdict"] == "fail"
+    [comment] = gh.comments_on(PR)
+    assert "no_base" in comment["body"] or "base" in comment["body"].lower()
+    assert "no successful run on master has this artifact" in capsys.readouterr().out
+
+
+def test_fetch_base_artifact_prefers_the_exact_base_commit(tmp_path: Path, gh: FakeGitHub) -> None:
+    payload = event_payload("pull_request.opened")
+    base_sha = payload["pull_request"]["base"]["sha"]
+    gh.add_artifact(
+        "r",
+        make_zip({"results.csv": b"exact"}),
+        branch="master",
+        head_sha=base_sha,
+        created_at="2024-01-01T00:00:00Z",
+        head_repository_id=payload["repository"]["id"],
+    )
+    gh.add_artifact(
+        "r",
+        make_zip({"results.csv": b"newer"}),
+        branch="master",
+        created_at="2024-03-01T00:00:00Z",
+        head_repository_id=payload["repository"]["id"],
+    )
+    gh.add_artifact(
+        "r",
+        make_zip({"results.csv": b"failed"}),
+        branch="master",
+        head_sha=base_sha,
+        conclusion="failure",
+        created_at="2024-04-01T00:00:00Z",
+    )
+    folder = fetch_base_artifact("r", make_env(tmp_path, gh), tmp_path / "base")
+    assert folder is not None
+    assert (folder / "results.csv").read_bytes() == b"exact"
+
+
+# -- the Action entry and the fork-PR workflow_run flow -------------------------------------------
+
+
+def test_action_builds_argv_without_any_shell_and_options_cannot_be_smuggled() -> None:
+    argv, env = action.build(
+        {
+            "INPUT_HEAD": "results/head.csv\n--fail-on=never\n",
+            "INPUT_BASE": "results/base with space.csv",
+            "INPUT_ID": "llama-8b",
+            "INPUT_GITHUB_TOKEN": "tok",
+            "INPUT_COMMENT": "false",
+            "INPUT_FAIL_ON": "breach,regression",
+        }
+    )
+    assert argv == [
+        "compare",
+        "--github",
+        "--id=llama-8b",
+        "--head=results/head.csv",
+        "--head=--fail-on=never",
+        "--base=results/base with space.csv",
+        "--budget=budget.yml",
+        "--fail-on=breach,regression",
+        "--comment=false",
+    ]
+    assert env["GITHUB_TOKEN"] == "tok"
+
+
+def test_action_without_head_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert action.main({}) == 2
+    assert "input `head` is required" in capsys.readouterr().err
+
+
+def workflow_run_env(tmp_path: Path, gh: FakeGitHub, artifact: bytes) -> dict[str, str]:
+    payload = event_payload("workflow_run.completed.no_pr")
+    run = payload["workflow_run"]
+    gh.add_pull(17, run["head_sha"])
+    uploaded = gh.add_artifact("latency-results", artifact, branch="feature", event="pull_request")
+    run["id"] = uploaded["workflow_run"]["id"]
+    env = make_env(tmp_path, gh, "workflow_run.completed.no_pr", payload=payload)
+    env.update(
+        {
+            "INPUT_RESULTS_ARTIFACT": "latency-results",
+            "INPUT_BASE": "base.csv",
+            "INPUT_HEAD": "head.csv",
+            "INPUT_BUDGET": str(DEMO / "budget.yml"),
+            "INPUT_ID": "fork",
+            "INPUT_GITHUB_TOKEN": TOKEN,
+        }
+    )
+    return env
+
+
+def test_workflow_run_flow_comments_on_the_fork_pr(tmp_path: Path, gh: FakeGitHub) -> None:
+    archive = make_zip(
+        {"base.csv": (DEMO / "base.csv").read_bytes(), "head.csv": (DEMO / "head.csv").read_bytes()}
+    )
+    env = workflow_run_env(tmp_path, gh, archive)
+    assert action.main(env) == 1
+    [comment] = gh.comments_on(17)
+    assert comment["body"].startswith(marker("fork") + "\n")
+    assert outputs(env)["verdict"] == "fail"
+
+
+def bomb() -> bytes:
+    return make_zip({"base.csv": b"0" * (60 * 1024 * 1024), "head.csv": b"x"})
+
+
+@pytest.mark.parametrize(
+    ("archive", "message"),
+    [
+        (make_zip({"../../evil.csv": b"x", "head.csv": b"x"}), "not a plain relative path"),
+        (make_zip({"/etc/evil.csv": b"x"}), "not a plain relative path"),
+        (make_zip({"head.csv": b"x"}, symlinks={"base.csv": "/etc/passwd"}), "not a regular file"),
+        (make_zip({"base.csv": b"x", "budget.yml": b"fail_on: []"}), "not a results file"),
+        (make_zip({f"f{i}.csv": b"1" for i in range(40)}), "more than the cap of 32"),
+        (b"PK\x03\x04 not really a zip", "not a zip archive"),
+    ],
+    ids=["traversal", "absolute", "symlink", "budget-inside", "too-many", "not-zip"],
+)
+def test_workflow_run_flow_refuses_a_hostile_artifact(
+    tmp_path: Path,
+    gh: FakeGitHub,
+    capsys: pytest.CaptureFixture[str],
+    archive: bytes,
+    message: str,
+) -> None:
+    env = workflow_run_env(tmp_path, gh, archive)
+    assert action.main(env) == 2
+    assert message in capsys.readouterr().err
+    assert gh.comments_on(17) == []
+    assert not (tmp_path / "evil.csv").exists() and not Path("/etc/evil.csv").exists()
+
+
+def test_workflow_run_flow_refuses_a_zip_bomb(
+    tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    archive = bomb()
+    assert len(archive) < 1024 * 1024  # tiny on the wire, 60 MiB inflated
+    env = workflow_run_env(tmp_path, gh, archive)
+    assert action.main(env) == 2
+    assert "inflates past the" in capsys.readouterr().err
+    extracted = list((tmp_path / "runner").rglob("base.csv"))
+    assert all(p.stat().st_size <= 50 * 1024 * 1024 for p in extracted)
+
+
+def test_workflow_run_flow_non_numeric_results_are_exit_2_not_rendered(
+    tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hostile = (
+        b"request_id,queue_ms,prefill_ms,decode_ms\n"
+        b"r1,12,<!-- budgetdiff:fork -->,4000\n::set-output name=x::y,1,2,3\n"
+    )
+    archive = make_zip({"base.csv": hostile, "head.csv": hostile})
+    env = workflow_run_env(tmp_path, gh, archive)
+    assert action.main(env) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("budgetdiff: error:")
+    assert gh.comments_on(17) == []
+
+
+def test_workflow_run_flow_artifact_names_cannot_leave_the_folder(
+    tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = workflow_run_env(tmp_path, gh, make_zip({"head.csv": b"x"}))
+    env["INPUT_HEAD"] = "../../etc/passwd"
+    assert action.main(env) == 2
+    assert "must be a path inside the results artifact" in capsys.readouterr().err
+
+
+def test_extract_counts_inflated_bytes_not_declared_sizes(tmp_path: Path) -> None:
+    data = make_zip({"a.csv": b"1" * 5000})
+    with pytest.raises(InputError, match="inflates past the 4096-byte cap"):
+        extract(data, tmp_path / "x", "artifact", Limits(file_bytes=4096))
+    folder = extract(data, tmp_path / "y", "artifact", Limits(file_bytes=8192))
+    assert (folder / "a.csv").read_bytes() == b"1" * 5000
