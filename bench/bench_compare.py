@@ -53,7 +53,8 @@ def make_tables(n: int, seed: int, slow: float) -> dict[str, Path]:
 
     rng = np.random.default_rng(seed)
     cols = {
-        "request_id": pa.array([f"r{i}" for i in range(n)]),
+        # fresh ids per run, as most tools write them (paired runs cost more: Shapley)
+        "request_id": pa.array([f"r{seed}-{i}" for i in range(n)]),
         "network_ms": rng.lognormal(np.log(45), 0.35, n).round(3),
         "queue_ms": rng.exponential(35, n).round(3),
         "prefill_ms": rng.lognormal(np.log(300), 0.4, n).round(3),
@@ -160,28 +161,27 @@ def interval_cost(n: int = 1_000_000) -> dict[str, object]:
 def vllm_read(n: int = 10_000, gaps: int = 500) -> dict[str, object]:
     """Reading a vLLM `--save-result --save-detailed` file of 10,000 requests x 500 ITLs."""
     rng = np.random.default_rng(6)
+    sample = HERE.parents[1] / "shared/samples/generated/vllm/base/vllm_bench_serve.json"
+    doc = json.loads(sample.read_text())  # the real file's layout, scaled up
     itls = rng.lognormal(np.log(0.012), 0.2, (n, gaps))
-    doc = {
-        "backend": "vllm",
-        "model_id": "bench",
-        "num_prompts": n,
-        "max_concurrency": 64,
-        "request_rate": "inf",
-        "burstiness": 1.0,
-        "duration": 600.0,
-        "completed": n,
-        "failed": 0,
-        "date": "20261129-000000",
-        "endpoint_type": "openai-chat",
-        "input_lens": [200] * n,
-        "output_lens": [gaps + 1] * n,
-        "ttfts": rng.lognormal(np.log(0.1), 0.3, n).tolist(),
-        "itls": itls.tolist(),
-        "generated_texts": [""] * n,
-        "errors": [""] * n,
-        "e2el": None,
-    }
-    doc["e2el"] = (np.array(doc["ttfts"]) + itls.sum(axis=1)).tolist()
+    ttfts = rng.lognormal(np.log(0.1), 0.3, n)
+    doc.update(
+        {
+            "num_prompts": n,
+            "completed": n,
+            "failed": 0,
+            "input_lens": [200] * n,
+            "output_lens": [gaps + 1] * n,
+            "ttfts": ttfts.tolist(),
+            "itls": itls.tolist(),
+            "latencies": (ttfts + itls.sum(axis=1)).tolist(),
+            "start_times": np.cumsum(rng.exponential(0.05, n)).tolist(),
+            "generated_texts": [""] * n,
+            "errors": [""] * n,
+        }
+    )
+    for key in ("queue_times",):
+        doc.pop(key, None)
     path = OUT / "vllm-10k-500.json"
     if not path.exists():
         path.write_text(json.dumps(doc))

@@ -221,7 +221,9 @@ def _row(
 ) -> Row:
     head_ms = change.head if change else _at(h, p)
     base_ms = change.base if change else _at(b, p)
-    others = {f"p{_p(q)}": (_at(b, q), _at(h, q)) for q in OTHER_PERCENTILES if q != p}
+    qs = [q for q in OTHER_PERCENTILES if q != p]
+    pairs = zip(_many(b, qs), _many(h, qs), strict=True)
+    others = {f"p{_p(q)}": pair for q, pair in zip(qs, pairs, strict=True)}
     headroom_pct = status = budget_use = over = None
     if target is not None and head_ms is not None:
         if kind == "slo":
@@ -260,6 +262,13 @@ def _row(
         tail_share_pct=share,
         tail_change_ms=tail_change,
     )
+
+
+def _many(x: FloatArray | None, qs: list[float]) -> list[float | None]:
+    """Several percentiles in one selection (one partition with several pivots)."""
+    if x is None or len(x) == 0:
+        return [None] * len(qs)
+    return [float(v) for v in np.percentile(x, qs)]
 
 
 def _at(x: FloatArray | None, q: float) -> float | None:

@@ -7,6 +7,6 @@ bin=${VENV:-.venv}/bin
 echo "== ruff"; "$bin/ruff" check budgetdiff tests bench tools && "$bin/ruff" format --check budgetdiff tests bench tools
 echo "== mypy"; "$bin/mypy"
 if [ -f action.yml ]; then
-  echo "== zizmor"; "$bin/zizmor" --offline --no-progress action.yml .github/workflows examples/workflows
+  echo "== zizmor"; "$bin/zizmor" --offline --no-progress action.yml .github/workflows/*.yml examples/workflows/*.yml
 fi
 echo "== pytest"; "$bin/pytest"

@@ -217,7 +217,8 @@ def _load_parquet(data: bytes, source: str) -> _Table:
     import pyarrow.parquet as pq
 
     try:
-        table = pq.read_table(pa.BufferReader(data), use_threads=True)
+        # ParquetFile, not read_table: read_table imports pyarrow.dataset (0.24 s of start-up)
+        table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=True)
     except (pa.ArrowException, OSError) as exc:
         raise fail(NAME, source, f"not a readable Parquet file ({exc}); re-export it") from exc
     return _ArrowTable("parquet", table)

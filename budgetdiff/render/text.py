@@ -19,7 +19,8 @@ _AUTOLINK = re.compile(r"(?i)(://|www\.)")
 
 def plain(text: str, limit: int | None = MAX_NAME) -> str:
     """One line, no control characters, at most `limit` characters."""
-    s = _CONTROL.sub(" ", text).strip()
+    # `::` at the start of a line of CI output is a workflow command: never let input form one
+    s = _CONTROL.sub(" ", text).strip().replace("::", ":\u200b:")
     if limit is not None and len(s) > limit:
         s = s[: limit - 1] + "…"
     return s
