@@ -183,9 +183,10 @@ def _read_side(
 ) -> list[Run]:
     from budgetdiff import sources
     from budgetdiff.formats import ReadOptions, detect
+    from budgetdiff.table import UNATTRIBUTED
 
     options = ReadOptions(
-        slices=tuple(budget.slices),
+        slices=tuple(s for s in budget.slices if s != UNATTRIBUTED),  # computed, not read
         columns={
             n: (s.column or n, s.unit)
             for n, s in budget.slices.items()

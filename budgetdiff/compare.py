@@ -68,6 +68,7 @@ class Side:
     failed: int
     attainment: stats.Attainment | None
     meta: dict[str, str | float]
+    goodput_rps: float | None = None  # good requests per second of benchmark time
 
 
 @dataclass(frozen=True)
@@ -315,12 +316,14 @@ def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | No
 def _side(prep: Prepared, budget: Budget) -> Side:
     conf = budget.regression.confidence
     att = stats.attainment(prep.good, conf) if prep.good is not None else None
+    duration = prep.run.duration_s
     return Side(
         source=prep.run.source,
         requests=prep.requests,
         failed=prep.failed,
         attainment=att,
         meta=dict(prep.run.meta),
+        goodput_rps=att.good / duration if att is not None and duration else None,
     )
 
 

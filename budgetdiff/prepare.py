@@ -41,7 +41,8 @@ def prepare(run: Run, budget: Budget) -> Prepared:
             f"{run.source}: every one of the {run.n} requests failed; there is no latency to "
             "compare (check the benchmark's `error` column)"
         )
-    wanted = list(budget.slices) or list(run.slices)
+    # `unattributed` is computed, never read: a budget may name it (rebudget --write adds it)
+    wanted = [s for s in budget.slices if s != UNATTRIBUTED] or list(run.slices)
     missing = [s for s in wanted if s not in run.slices]
     if missing and run.per_request:
         raise InputError(
@@ -70,7 +71,9 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     if run.total is not None and slices:
         rest = total - slice_sum
         material = max(UNATTRIBUTED_MIN_MS, UNATTRIBUTED_MIN_SHARE * float(np.mean(total)))
-        if len(rest) and float(np.max(rest)) > material:
+        if UNATTRIBUTED in budget.slices:
+            slices[UNATTRIBUTED] = np.clip(rest, 0.0, None)
+        elif len(rest) and float(np.max(rest)) > material:
             slices[UNATTRIBUTED] = np.clip(rest, 0.0, None)
             notes.append(
                 "total over, slices under: the slices explain less than the measured total, "

@@ -130,9 +130,8 @@ def propose(
                 f"explain ({_num(measured[name])} ms at p{budget.percentile:g}); it gets its "
                 "own line, or add the slice that is missing"
             )
-        elif allocation[name] != old:
-            messages.append(f"{name} {old:g} -> {allocation[name]} ms")
-    if len(messages) == 1:
+    # the per-slice old -> new is `allocation` itself: every rendering shows it as a table
+    if all(allocation[n] == budget.slice_budget(n) for n in names):
         messages.append("the current slice budgets already match the measured tail")
     if not fits and work_first is not None:
         share = 100.0 * weights[work_first] / tail_total

@@ -198,20 +198,20 @@ def _details(c: Comparison) -> list[str]:
         text += ["", "Apply it with `budgetdiff rebudget --head FILE --write`."]
         out += _fold(f"Re-budget proposal (fills {ms(prop.target_ms)})", text)
     att = [
-        (n, side.attainment)
+        (n, side, side.attainment)
         for n, side in (("base", c.base), ("head", c.head))
         if side is not None and side.attainment is not None
     ]
     if att:
-        conf = "interval"
         body = [
             [
                 name,
                 f"{a.good:,} / {a.total:,}",
                 pct(a.pct),
                 f"[{a.ci_pct[0]:.1f}, {a.ci_pct[1]:.1f}]",
+                f"{side.goodput_rps:.2f}/s" if side.goodput_rps is not None else "–",
             ]
-            for name, a in att
+            for name, side, a in att
         ]
         text = [
             "A request is good when it succeeded and met every SLO target itself "
@@ -221,7 +221,8 @@ def _details(c: Comparison) -> list[str]:
         ]
         out += _fold(
             "SLO attainment (per request)",
-            text + _table(["run", "good", "attainment", conf], body, "lrrr"),
+            text
+            + _table(["run", "good", "attainment", "exact interval", "goodput"], body, "lrrrr"),
         )
     notes = [*c.notes, *[n for r in rows for n in r.notes]]
     if notes:
