@@ -12,7 +12,15 @@ import numpy as np
 
 from budgetdiff import stats
 from budgetdiff.budget import Budget
-from budgetdiff.compare import METRIC_LABELS, PER_TOKEN, Comparison, Row, Side, _p
+from budgetdiff.compare import (
+    METRIC_LABELS,
+    PER_TOKEN,
+    Comparison,
+    Row,
+    Side,
+    _p,
+    against_target,
+)
 from budgetdiff.errors import InputError
 from budgetdiff.formats.prometheus import histogram_quantile
 from budgetdiff.prepare import Prepared
@@ -99,19 +107,7 @@ def _row(
     notes: tuple[str, ...],
 ) -> Row:
     head_ms = h.ms
-    headroom_pct = status = budget_use = over = None
-    if target is not None and head_ms is not None:
-        if kind == "slo":
-            headroom_pct = 100.0 * (target - head_ms) / target
-            status = (
-                "breach"
-                if head_ms > target
-                else "low_headroom"
-                if headroom_pct < 100 * budget.headroom
-                else "ok"
-            )
-        else:
-            budget_use, over = 100.0 * head_ms / target, head_ms > target
+    headroom_pct, status, budget_use, over = against_target(kind, target, head_ms, budget.headroom)
     change = verdict if c is not None else ("inconclusive" if b is not None else None)
     return Row(
         name=name,

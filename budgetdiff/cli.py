@@ -91,7 +91,8 @@ def cmd_demo(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> i
         args.base, args.head, args.budget = [str(base)], [str(head)], str(budget)
         code = cmd_compare(args, env, out)
     print(
-        f"\nThis was the bundled demo (verdict exit code {code}). Try it on your own results:\n"
+        f"\nThis was the bundled demo: `compare` would exit {code} on it (0 pass or warn, 1 "
+        "fail). Try it on your own results:\n"
         "  budgetdiff compare --base base.csv --head head.csv --budget budget.yml",
         file=out,
     )

@@ -225,20 +225,7 @@ def _row(
     qs = [q for q in OTHER_PERCENTILES if q != p]
     pairs = zip(_many(b, qs), _many(h, qs), strict=True)
     others = {f"p{_p(q)}": pair for q, pair in zip(qs, pairs, strict=True)}
-    headroom_pct = status = budget_use = over = None
-    if target is not None and head_ms is not None:
-        if kind == "slo":
-            headroom_pct = 100.0 * (target - head_ms) / target
-            status = (
-                "breach"
-                if head_ms > target
-                else "low_headroom"
-                if headroom_pct < 100 * headroom
-                else "ok"
-            )
-        else:
-            budget_use = 100.0 * head_ms / target
-            over = head_ms > target
+    headroom_pct, status, budget_use, over = against_target(kind, target, head_ms, headroom)
     notes = [change.note] if change and change.note else []
     return Row(
         name=name,
@@ -263,6 +250,19 @@ def _row(
         tail_share_pct=share,
         tail_change_ms=tail_change,
     )
+
+
+def against_target(
+    kind: str, target: float | None, head_ms: float | None, headroom: float
+) -> tuple[float | None, str | None, float | None, bool | None]:
+    """(headroom %, status) of an SLO row, or (budget use %, over budget) of a slice row."""
+    if target is None or head_ms is None:
+        return None, None, None, None
+    if kind == "slice":
+        return None, None, 100.0 * head_ms / target, head_ms > target
+    room = 100.0 * (target - head_ms) / target
+    status = "breach" if head_ms > target else "low_headroom" if room < 100 * headroom else "ok"
+    return room, status, None, None
 
 
 def _many(x: FloatArray | None, qs: list[float]) -> list[float | None]:
@@ -307,6 +307,10 @@ def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | No
     if len(a) == len(b) and bool(np.array_equal(a, b)):
         idx = np.arange(len(a))
         return idx, idx
+    # a cheap look first: fresh ids per run (the common case) must not cost a full join
+    sample = b[:: max(1, len(b) // 32)][:32]
+    if np.count_nonzero(np.isin(a, sample)) < 0.9 * len(sample):
+        return None
     common, ib, ih = np.intersect1d(a, b, assume_unique=False, return_indices=True)
     if len(common) < 0.9 * min(len(a), len(b)) or len(np.unique(a)) != len(a):
         return None

@@ -7,12 +7,15 @@ TPOT, the longest stall) and puts requests in arrival order. Pure: values in, va
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
 from budgetdiff.budget import Budget
 from budgetdiff.errors import InputError
 from budgetdiff.table import UNATTRIBUTED, FloatArray, Run
+
+_A = TypeVar("_A", bound="np.ndarray[Any, Any]")
 
 # The remainder `total - sum(slices)` is a slice of its own only when it is more than rounding.
 UNATTRIBUTED_MIN_MS = 1.0
@@ -55,14 +58,19 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     keep = ok if order is None else ok[order]
     index = np.arange(run.n) if order is None else order
     kept = index[keep]
+    everything = order is None and bool(keep.all())
 
-    slices = {s: run.slices[s][kept] for s in wanted if s in run.slices}
+    def pick(values: _A) -> _A:
+        """The kept requests in arrival order (the array itself when that is all of them)."""
+        return values if everything else cast(_A, values[kept])
+
+    slices = {s: pick(run.slices[s]) for s in wanted if s in run.slices}
     notes: list[str] = []
     slice_sum = _sum(slices, len(kept))
-    total = run.total[kept] if run.total is not None else slice_sum
+    total = pick(run.total) if run.total is not None else slice_sum
     ttft_slices = [s for s in budget.ttft_slices if s in slices] if budget.slices else []
     if run.ttft is not None:
-        ttft = run.ttft[kept]
+        ttft = pick(run.ttft)
     elif ttft_slices:
         ttft = _sum({s: slices[s] for s in ttft_slices}, len(kept))
     else:
@@ -92,7 +100,7 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     if ttft is not None:
         metrics["ttft"] = ttft
     if run.output_tokens is not None and ttft is not None:
-        tokens = run.output_tokens[kept]
+        tokens = pick(run.output_tokens)
         with np.errstate(invalid="ignore", divide="ignore"):
             tpot = (total - ttft) / (tokens - 1)
         metrics["tpot"] = tpot[np.isfinite(tpot) & (tokens > 1)]
@@ -100,10 +108,10 @@ def prepare(run: Run, budget: Budget) -> Prepared:
         itl = run.itl
         lengths = np.diff(itl.offsets)
         metrics["itl"] = itl.values if ok.all() else itl.values[np.repeat(ok, lengths)]
-        stall = itl.per_request_max()[kept]
+        stall = pick(itl.per_request_max())
         metrics["max_stall"] = stall[np.isfinite(stall)]
 
-    rid = run.request_id[kept] if run.request_id is not None else None
+    rid = pick(run.request_id) if run.request_id is not None else None
     good = _good(run, budget, ok, index, kept, metrics)
     return Prepared(
         run=run,

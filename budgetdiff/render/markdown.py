@@ -122,7 +122,7 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
             "head",
             *(["change"] if compare else []),
             "budget use",
-            "tail share",
+            "tail share (change)",
         ]
         body = [
             [
