@@ -52,7 +52,7 @@ def test_rebudget_refuses_slices_the_data_lacks(
     head = write_table(tmp_path / "head.csv", slices(1))
     budget = tmp_path / "budget.yml"
     budget.write_text(BUDGET.replace("decode: 4200", "decode: 4200, app: 300"))
-    code, out, err = run(["rebudget", "--head", str(head), "--budget", str(budget)], capsys)
+    code, _, err = run(["rebudget", "--head", str(head), "--budget", str(budget)], capsys)
     assert code == 2 and "'app'" in err and "decode" in err and "Traceback" not in err
 
 
