@@ -172,7 +172,10 @@ def test_missing_base_is_a_finding_never_a_silent_pass(
 def test_demo_runs_and_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["demo"], capsys)
     assert code == 0, err
-    assert "decode" in out and "budgetdiff demo" not in err
+    assert out.startswith("budgetdiff demo:") and "decode" in out
+    code, out, err = run(["demo", "--output", "json"], capsys)
+    assert code == 0 and json.loads(out)["verdict"] == "fail"  # stdout stays pure JSON
+    assert "budgetdiff demo:" in err
 
 
 def test_schema_is_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
