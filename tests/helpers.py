@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -56,3 +58,13 @@ def run(
     code = main(argv, environ=dict(env or {}))
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def compare_json(
+    capsys: pytest.CaptureFixture[str], base: Path, head: Path, budget: Path, *extra: str
+) -> tuple[int, dict[str, Any]]:
+    """`budgetdiff compare ... --output json`: the exit code and the parsed report."""
+    argv = ["compare", "--base", str(base), "--head", str(head), "--budget", str(budget)]
+    code, out, err = run([*argv, "--output", "json", *extra], capsys)
+    assert code in (0, 1), err
+    return code, json.loads(out)

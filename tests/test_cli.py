@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers import BUDGET, run, slices, write_table
+from tests.helpers import BUDGET, compare_json, run, slices, write_table
 
 
 @pytest.fixture
@@ -49,21 +49,7 @@ def test_unchanged_runs_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     head = write_table(tmp_path / "head.csv", slices(2))
     budget = tmp_path / "budget.yml"
     budget.write_text(BUDGET)
-    code, out, _ = run(
-        [
-            "compare",
-            "--base",
-            str(base),
-            "--head",
-            str(head),
-            "--budget",
-            str(budget),
-            "--output",
-            "json",
-        ],
-        capsys,
-    )
-    report = json.loads(out)
+    code, report = compare_json(capsys, base, head, budget)
     assert code == 0
     assert report["regressions"] == []
     assert {r["change"] for r in report["slices"]} == {"none"}
@@ -73,21 +59,7 @@ def test_json_report_has_every_contract_key(
     tail_pair: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     base, head, budget = tail_pair
-    _, out, _ = run(
-        [
-            "compare",
-            "--base",
-            str(base),
-            "--head",
-            str(head),
-            "--budget",
-            str(budget),
-            "--output",
-            "json",
-        ],
-        capsys,
-    )
-    report = json.loads(out)
+    _, report = compare_json(capsys, base, head, budget)
     top = {
         "schema",
         "verdict",

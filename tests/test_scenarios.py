@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BUDGET, run, slices, write_table
+from tests.helpers import BUDGET, compare_json, run, slices, write_table
 
 SAMPLE = "generated/vllm/{}/vllm_bench_serve.json"
 
@@ -64,21 +64,9 @@ def test_different_load_is_not_a_regression(
     (tmp_path / "b.json").write_text(json.dumps(base))
     (tmp_path / "h.json").write_text(json.dumps(head))
     (tmp_path / "budget.yml").write_text("version: 1\nslo: {total: 6000}\n")
-    code, out, _ = run(
-        [
-            "compare",
-            "--base",
-            str(tmp_path / "b.json"),
-            "--head",
-            str(tmp_path / "h.json"),
-            "--budget",
-            str(tmp_path / "budget.yml"),
-            "--output",
-            "json",
-        ],
-        capsys,
+    code, report = compare_json(
+        capsys, tmp_path / "b.json", tmp_path / "h.json", tmp_path / "budget.yml"
     )
-    report = json.loads(out)
     kinds = [f["kind"] for f in report["findings"]]
     assert "not_comparable" in kinds and "regression" not in kinds
     assert code == 1  # fail_on names regression: a different load cannot pass silently
@@ -91,21 +79,7 @@ def test_too_few_requests_at_p99_is_inconclusive_and_says_how_many(
     head = write_table(tmp_path / "h.csv", slices(2, n=30))
     budget = tmp_path / "budget.yml"
     budget.write_text(BUDGET.replace("percentile: 95", "percentile: 99"))
-    code, out, _ = run(
-        [
-            "compare",
-            "--base",
-            str(base),
-            "--head",
-            str(head),
-            "--budget",
-            str(budget),
-            "--output",
-            "json",
-        ],
-        capsys,
-    )
-    report = json.loads(out)
+    code, report = compare_json(capsys, base, head, budget)
     assert {r["change"] for r in report["slices"]} == {"inconclusive"}
     assert all(r["needed"] == 368 for r in report["slices"])
     finding = next(f for f in report["findings"] if f["kind"] == "inconclusive")
