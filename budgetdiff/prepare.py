@@ -107,12 +107,26 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     if run.itl is not None:
         itl = run.itl
         lengths = np.diff(itl.offsets)
-        metrics["itl"] = itl.values if ok.all() else itl.values[np.repeat(ok, lengths)]
+        mine = None if ok.all() else np.repeat(ok, lengths)  # gaps of succeeded requests
+        gaps = itl.values if mine is None else itl.values[mine]
+        bad = ~np.isfinite(gaps) | (gaps < 0)
+        if bad.any():
+            owner = np.repeat(np.arange(run.n), lengths)
+            owner = owner if mine is None else owner[mine]
+            raise InputError(
+                f"{run.source}: request #{int(owner[np.flatnonzero(bad)[0]]) + 1} has an "
+                "inter-token gap that is negative or not a number; token times must only grow "
+                "(mark failed requests in the error column)"
+            )
+        metrics["itl"] = gaps
         stall = pick(itl.per_request_max())
         metrics["max_stall"] = stall[np.isfinite(stall)]
 
+    notes += _run_notes(run, order is None and run.start_time is not None)
     rid = pick(run.request_id) if run.request_id is not None else None
-    good = _good(run, budget, ok, index, kept, metrics)
+    good, why = _good(run, budget, kept, metrics)
+    if why:
+        notes.append(why)
     return Prepared(
         run=run,
         slices=slices,
@@ -126,26 +140,52 @@ def prepare(run: Run, budget: Budget) -> Prepared:
 
 
 def _good(
-    run: Run,
-    budget: Budget,
-    ok: np.ndarray,
-    index: np.ndarray,
-    kept: np.ndarray,
-    metrics: dict[str, FloatArray],
-) -> np.ndarray | None:
-    """Joint per-request SLO: succeeded and every per-request target met (`<=`)."""
+    run: Run, budget: Budget, kept: np.ndarray, metrics: dict[str, FloatArray]
+) -> tuple[np.ndarray | None, str | None]:
+    """Joint per-request SLO: succeeded and every per-request target met (`<=`).
+
+    None, and why, when a target cannot be checked request by request: attainment that
+    silently skipped a target would claim more than it knows.
+    """
     targets = budget.slo.targets()
     if not targets or not run.per_request:
-        return None
+        return None, None
     good = np.zeros(run.n, dtype=bool)
     met = np.ones(len(kept), dtype=bool)
     for name, target in targets.items():
         per_request = _per_request_metric(run, name, kept, metrics)
-        if per_request is None:
-            continue
+        if per_request is None or not np.isfinite(per_request).all():
+            return None, (
+                f"SLO attainment is left out: the {name} target cannot be checked for every "
+                "request (it needs per-request TTFT, total and output token counts)"
+            )
         met &= per_request <= target
     good[kept] = met
-    return good
+    return good, None
+
+
+def _run_notes(run: Run, unordered: bool) -> list[str]:
+    """What a reader had to do to the data that the report must say."""
+    notes = []
+    unmatched = run.meta.get("unmatched")
+    if isinstance(unmatched, int | float) and unmatched > 0:
+        notes.append(
+            f"{run.source}: {unmatched:g} succeeded client requests had no server span and are "
+            "left out; slow or timed-out requests are often the ones missing"
+        )
+    clipped = run.meta.get("network_clipped")
+    if isinstance(clipped, int | float) and clipped > 0:
+        most = run.meta.get("network_clipped_max_ms")
+        notes.append(
+            f"{run.source}: {clipped:g} requests had a server TTFT above the client's (clocks "
+            f"disagree by up to {most} ms); their network time is counted as 0"
+        )
+    if unordered and run.start_time is not None and np.isnan(run.start_time).any():
+        notes.append(
+            f"{run.source}: start_time is missing for some requests; row order is "
+            "taken as arrival order"
+        )
+    return notes
 
 
 def _per_request_metric(
@@ -158,7 +198,8 @@ def _per_request_metric(
         tokens = run.output_tokens[kept]
         with np.errstate(invalid="ignore", divide="ignore"):
             tpot = (metrics["total"] - metrics["ttft"]) / (tokens - 1)
-        return np.where(tokens > 1, tpot, 0.0)
+        # one token has no gap to miss a per-token target with; an unknown count stays NaN
+        return np.where(tokens == 1, 0.0, np.where(tokens > 1, tpot, np.nan))
     return None
 
 

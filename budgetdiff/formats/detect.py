@@ -58,9 +58,32 @@ def detect(data: bytes, source: str, options: ReadOptions) -> ModuleType:
     )
 
 
+# What a parser raises on malformed input it did not foresee. The readers raise precise
+# InputErrors for what they check; this is the last resort at the edge, so that a hostile file
+# is an exit 2 with its file and format named, never a traceback. Bugs elsewhere still surface.
+# pyarrow's errors derive from these too (ArrowInvalid is a ValueError, ArrowTypeError a
+# TypeError, ArrowNotImplementedError a NotImplementedError), so pyarrow need not be imported.
+_MALFORMED = (
+    ValueError,
+    TypeError,
+    KeyError,
+    IndexError,
+    OverflowError,
+    RecursionError,
+    NotImplementedError,
+)
+
+
 def read(data: bytes, source: str, fmt: str, options: ReadOptions) -> list[Run]:
     mod = detect(data, source, options) if fmt == "auto" else module(fmt)
-    runs: list[Run] = mod.read(data, source, options)
+    try:
+        runs: list[Run] = mod.read(data, source, options)
+    except _MALFORMED as e:
+        what = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        raise InputError(
+            f"{mod.NAME}: {source}: cannot be read ({what}); is it a complete {mod.NAME} file? "
+            "(--format picks another reader)"
+        ) from None
     if not runs:
         raise InputError(f"{source}: {mod.NAME}: the file holds no runs")
     return runs

@@ -1,0 +1,73 @@
+"""What prepare derives and refuses, whatever reader produced the run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from budgetdiff.budget import parse_budget
+from budgetdiff.errors import InputError
+from budgetdiff.formats import ReadOptions, detect
+from budgetdiff.prepare import prepare
+from budgetdiff.table import Itl, Run
+
+BUDGET = parse_budget("version: 1\nslo: {total: 6000, itl: 20}\n", "b.yml")
+
+
+def run_with_gaps(gaps: list[list[float]], **kw: object) -> Run:
+    values = np.array([g for r in gaps for g in r], dtype=float)
+    offsets = np.cumsum([0, *map(len, gaps)]).astype(np.int64)
+    n = len(gaps)
+    return Run(
+        source="r.json",
+        n=n,
+        slices={"decode": np.full(n, 100.0)},
+        total=np.full(n, 150.0),
+        ttft=np.full(n, 50.0),
+        itl=Itl(values, offsets),
+        **kw,
+    )  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -1.0])
+def test_a_bad_gap_of_a_succeeded_request_is_an_error(bad: float) -> None:
+    with pytest.raises(InputError, match=r"r\.json: request #2 .*inter-token gap"):
+        prepare(run_with_gaps([[1, 2], [3, bad]]), BUDGET)
+
+
+def test_a_failed_request_may_have_any_gaps() -> None:
+    prep = prepare(run_with_gaps([[1, 2], [3, np.nan]], ok=np.array([True, False])), BUDGET)
+    assert list(prep.metrics["itl"]) == [1.0, 2.0]
+
+
+def test_attainment_is_left_out_when_a_target_cannot_be_checked_per_request() -> None:
+    prep = prepare(run_with_gaps([[1, 2], [3, 4]]), BUDGET)  # no output token counts
+    assert prep.good is None
+    assert any("itl target cannot be checked" in n for n in prep.notes)
+    tokens = np.array([11.0, 3.0])  # TPOT (150 - 50) / 10 = 10 ms meets 20; / 2 = 50 does not
+    prep = prepare(run_with_gaps([[1, 2], [3, 4]], output_tokens=tokens), BUDGET)
+    assert prep.good is not None and list(prep.good) == [True, False]
+
+
+def test_dropped_client_requests_are_said() -> None:
+    r = Run(
+        source="c.jsonl",
+        n=2,
+        slices={"decode": np.array([1.0, 2.0])},
+        meta={"unmatched": 3.0, "network_clipped": 1.0, "network_clipped_max_ms": 0.4},
+    )
+    notes = prepare(r, parse_budget("version: 1\n", "b.yml")).notes
+    assert any("3 succeeded client requests had no server span" in n for n in notes)
+    assert any("clocks disagree" in n for n in notes)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"total_ms,total_ms\n100,1\n200,2\n",
+        b'[{"total_ms":100},{"total_ms":[1,2]}]',
+    ],
+)
+def test_malformed_tables_are_input_errors(content: bytes) -> None:
+    with pytest.raises(InputError, match=r"native: t\.x: "):
+        detect.read(content, "t.x", "native", ReadOptions())
