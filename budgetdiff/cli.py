@@ -385,7 +385,10 @@ def _parser() -> argparse.ArgumentParser:
         prog="budgetdiff",
         description="Latency budgets for LLM serving: base vs head benchmark results against "
         "an SLO budget.",
-        epilog="exit codes: 0 pass or warn, 1 a finding that fail_on names, 2 could not evaluate",
+        epilog="example:\n  budgetdiff demo\n"
+        "  budgetdiff compare --base base.csv --head head.csv --budget budget.yml\n\n"
+        "exit codes: 0 pass or warn, 1 a finding that fail_on names, 2 could not evaluate",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"budgetdiff {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
