@@ -1,7 +1,8 @@
 """The GitHub Action's entry: inputs (env vars set by action.yml) to argv for `budgetdiff.cli`.
 
-action.yml passes every input through `env:` and runs `python -m budgetdiff.action`; nothing a
-user writes is ever spliced into a shell line. Values go to argparse as `--opt=value`, so one
+action.yml passes every input through `env:` and runs `python -I -m budgetdiff.action` (isolated
+mode: the checked-out workspace cannot shadow budgetdiff's modules); nothing a user writes is
+ever spliced into a shell line. Values go to argparse as `--opt=value`, so one
 that starts with `-` cannot become an option.
 """
 
@@ -66,9 +67,23 @@ def build(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
             "`head: results/head.csv`"
         )
     base = _files(_input(environ, "base"))
-    report_id = _input(environ, "id") or "default"
+    from budgetdiff.github import validate_report_id
+
+    # Validated before it names anything on disk (the results folder below).
+    report_id = validate_report_id(_input(environ, "id") or "default")
 
     results_artifact = _input(environ, "results-artifact")
+    base_artifact = _input(environ, "base-artifact")
+    if not base and base_artifact:
+        # The base file inside the base artifact has the head's name (cli's default, explicit).
+        base = [PurePosixPath(name.replace("\\", "/")).name for name in head]
+    if results_artifact and not base:
+        raise UsageError(
+            "input `base` is required with `results-artifact`: the base results' file name "
+            "inside the artifact (e.g. `base: base.csv`), or add `base-artifact` to take the "
+            "base from the base branch's latest run; defaulting to the head's name would "
+            "compare the head with itself"
+        )
     if results_artifact:
         if _input(environ, "base-ref") or _input(environ, "head-ref"):
             raise UsageError(
@@ -81,7 +96,8 @@ def build(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         folder = Path(tempfile.mkdtemp(prefix=f"budgetdiff-results-{report_id}-", dir=temp))
         folder = fetch_results_artifact(results_artifact, env, folder)
         head = [_inside(folder, name, "head") for name in head]
-        base = [_inside(folder, name, "base") for name in base]
+        if not base_artifact:  # else `base` names files inside the base artifact
+            base = [_inside(folder, name, "base") for name in base]
 
     argv = ["compare", "--github", f"--id={report_id}"]
     argv += [f"--head={name}" for name in head]

@@ -171,6 +171,17 @@ class Fault:
 
 
 @dataclass
+class Hook:
+    """Runs in the server thread when a matching request arrives, before it is answered: to
+    play a concurrent run's part (its comment appears just before ours is posted, etc.)."""
+
+    method: str
+    path: re.Pattern[str]
+    action: Callable[[], None]
+    times: int = 1
+
+
+@dataclass
 class Seen:
     method: str
     path: str  # without the API prefix
@@ -191,6 +202,7 @@ class FakeGitHub:
         self.errors: list[str] = []
         self.requests: list[Seen] = []
         self.faults: list[Fault] = []
+        self.hooks: list[Hook] = []
         self.tokens: dict[str, tuple[str, bool]] = {"test-token-s3cr3t": (BOT, True)}
         self.comments: dict[int, dict[str, Any]] = {}  # id -> comment
         self.comment_issue: dict[int, int] = {}
@@ -199,6 +211,7 @@ class FakeGitHub:
         self.runs: dict[int, dict[str, Any]] = {}
         self.blobs: dict[int, bytes] = {}
         self.storage_requests: list[dict[str, str]] = []
+        self.storage_failures: list[int] = []  # statuses for the next storage downloads
         self._next_id = 1000
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -302,12 +315,13 @@ class FakeGitHub:
     def fail(
         self, method: str, path: str, status: int, *, times: int = 1, after: bool = False, **kw: Any
     ) -> None:
+        """Answer the next `times` matching requests with `status` (`raw=` bytes: not JSON)."""
         body = kw.pop("body", {"message": "Server Error", "documentation_url": "https://docs"})
-        self.faults.append(
-            Fault(
-                method, re.compile(path), Reply(status, body, kw.pop("headers", {})), times, after
-            )
-        )
+        reply = Reply(status, body, kw.pop("headers", {}), kw.pop("raw", None))
+        self.faults.append(Fault(method, re.compile(path), reply, times, after))
+
+    def on(self, method: str, path: str, action: Callable[[], None], *, times: int = 1) -> None:
+        self.hooks.append(Hook(method, re.compile(path), action, times))
 
     # request handling
     def match(self, method: str, path: str) -> tuple[Operation, dict[str, str]] | None:
@@ -385,6 +399,7 @@ def _schemas(ops: list[Operation]) -> dict[str, dict[str, Any]]:
         "comment": comment,
         "user": comment["properties"]["user"],
         "pull": ok("GET", "/repos/{owner}/{repo}/commits/{commit_sha}/pulls")["items"],
+        "pull_full": ok("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"),
         "artifact": artifacts["properties"]["artifacts"]["items"],
         "run": ok("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}"),
     }
@@ -453,6 +468,14 @@ def _route(
             return forbidden
         gh.comments.pop(int(params["comment_id"]), None)
         return Reply(204)
+    if key == ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"):
+        number = int(params["pull_number"])
+        pull = next((p for p in gh.pulls if p["number"] == number), None)
+        if pull is None:
+            return Reply(404, {"message": "Not Found", "documentation_url": "https://docs"})
+        full = sample(gh.schemas["pull_full"])
+        full.update({k: pull[k] for k in ("number", "state", "head", "base")})
+        return Reply(200, full)
     if key == ("GET", "/repos/{owner}/{repo}/commits/{commit_sha}/pulls"):
         sha = params["commit_sha"]
         return Reply(200, [p for p in gh.pulls if p["head"]["sha"] == sha])
@@ -515,6 +538,9 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 art_id = int(url.path.rsplit("/", 1)[1])
                 if "authorization" in headers:
                     gh.errors.append("the API token was sent to artifact storage")
+                if gh.storage_failures:
+                    self._send(Reply(gh.storage_failures.pop(0), raw=b"<Error>storage</Error>"))
+                    return
                 self._send(Reply(200, raw=gh.blobs[art_id]))
                 return
             if not url.path.startswith(gh.prefix + "/"):
@@ -543,6 +569,14 @@ def _handler(gh: FakeGitHub) -> type[BaseHTTPRequestHandler]:
                 gh.errors.extend(problems)
                 self._send(Reply(400, {"message": "; ".join(problems)}))
                 return
+            with gh._lock:
+                hooks = [h for h in gh.hooks if h.method == self.command and h.path.search(path)]
+                for hook in hooks:
+                    hook.times -= 1
+                    if hook.times <= 0:
+                        gh.hooks.remove(hook)
+            for hook in hooks:
+                hook.action()
             auth = headers.get("authorization", "")
             token = gh.tokens.get(auth.removeprefix("Bearer ").strip())
             if token is None:

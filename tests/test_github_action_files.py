@@ -73,3 +73,35 @@ def test_the_fork_pair_gives_write_only_where_no_pr_code_runs() -> None:
     assert job["permissions"]["pull-requests"] == "write"
     checkout = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout"))
     assert "ref" not in checkout.get("with", {})  # the default branch, never the PR's head
+
+
+def test_the_entry_runs_in_isolated_mode() -> None:
+    [run] = [s for s in ACTION["runs"]["steps"] if s.get("id") == "run"]
+    assert run["run"] == '"$BUDGETDIFF_PYTHON" -I -m budgetdiff.action'
+    [install] = [s for s in ACTION["runs"]["steps"] if s.get("id") == "install"]
+    assert '-I -m venv "$VENV"' in install["run"] and "-I -m pip install" in install["run"]
+
+
+@pytest.mark.parametrize("path", [*WORKFLOWS, *EXAMPLES], ids=lambda p: p.name)
+def test_workflows_cancel_superseded_runs_and_never_mask_a_check(path: Path) -> None:
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    concurrency = document.get("concurrency")
+    assert isinstance(concurrency, dict), f"{path.name}: no workflow-level concurrency group"
+    assert "${{" in concurrency["group"]  # per PR or ref, not one group for everything
+    assert concurrency.get("cancel-in-progress") not in (None, False)
+    for step in steps(document):
+        assert "|| true" not in step.get("run", ""), f"{path.name}: a check that cannot fail"
+
+
+def test_selftest_exercises_a_missing_base_artifact_on_pull_requests() -> None:
+    selftest = yaml.safe_load((ROOT / ".github/workflows/selftest.yml").read_text())
+    job = selftest["jobs"]["selftest"]
+    assert job["permissions"]["actions"] == "read"
+    [step] = [s for s in job["steps"] if s.get("id") == "noartifact"]
+    assert step["if"] == "github.event_name == 'pull_request'"
+    assert step["with"]["fail-on"] == "no_base" and "base" not in step["with"]
+    assert step["with"]["base-artifact"] and step.get("continue-on-error") is True
+    asserts = job["steps"][-1]
+    assert asserts["env"]["NOARTIFACT_JSON"] == "${{ steps.noartifact.outputs.report-json }}"
+    assert 'check "$NOARTIFACT_JSON" fail no_base' in asserts["run"]
+    assert "GITHUB_STEP_SUMMARY" not in asserts["run"]  # that is this step's own, empty file

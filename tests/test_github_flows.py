@@ -4,6 +4,9 @@ and the fork-PR workflow_run flow with a hostile results artifact."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +15,7 @@ from fake_github import BOT, EVENTS_PATH, SPEC_PATH, FakeGitHub, event_payload, 
 
 from budgetdiff import action
 from budgetdiff.cli import main
-from budgetdiff.errors import InputError
+from budgetdiff.errors import InputError, UsageError
 from budgetdiff.github import fetch_base_artifact
 from budgetdiff.github.artifact import Limits, extract
 from budgetdiff.github.comment import marker
@@ -41,7 +44,11 @@ def make_env(
     **extra: str,
 ) -> dict[str, str]:
     event = tmp_path / "event.json"
-    event.write_text(json.dumps(payload or event_payload(kind)), encoding="utf-8")
+    payload = payload or event_payload(kind)
+    event.write_text(json.dumps(payload), encoding="utf-8")
+    pull = payload.get("pull_request")
+    if isinstance(pull, dict):  # GitHub knows the PR, at this head
+        gh.add_pull(pull["number"], pull["head"]["sha"])
     for name in ("summary.md", "output.txt"):
         (tmp_path / name).touch()
     runner_temp = tmp_path / "runner"
@@ -104,7 +111,16 @@ def test_cli_comments_once_and_updates_on_the_next_run(
     [comment] = gh.comments_on(PR)
     assert comment["body"].startswith(marker("x") + "\n")
     assert "decode" in comment["body"]
-    assert [r.method for r in gh.requests] == ["GET", "POST", "GET", "PATCH"]
+    comments = f"/repos/{REPO}/issues/{PR}/comments"
+    assert [(r.method, r.path) for r in gh.requests] == [
+        ("GET", f"/repos/{REPO}/pulls/{PR}"),  # is this run's head still the PR's head?
+        ("GET", comments),
+        ("POST", comments),
+        ("GET", comments),  # a concurrent run's comment? none
+        ("GET", f"/repos/{REPO}/pulls/{PR}"),
+        ("GET", comments),
+        ("PATCH", f"/repos/{REPO}/issues/comments/{comment['id']}"),
+    ]
     values = outputs(env)
     assert values["verdict"] == "fail"
     assert "decode" in values["regressions"].split(",")
@@ -382,3 +398,176 @@ def test_extract_counts_inflated_bytes_not_declared_sizes(tmp_path: Path) -> Non
         extract(data, tmp_path / "x", "artifact", Limits(file_bytes=4096))
     folder = extract(data, tmp_path / "y", "artifact", Limits(file_bytes=8192))
     assert (folder / "a.csv").read_bytes() == b"1" * 5000
+
+
+# -- review fixes: base artifacts that cannot be downloaded are no_base, not exit 2 ------------
+
+
+def base_artifact_args(head: Path, *extra: str) -> list[str]:
+    return [
+        "compare",
+        "--head",
+        str(head),
+        "--budget",
+        str(DEMO / "budget.yml"),
+        "--github",
+        "--base-artifact",
+        "latency-results",
+        "--comment",
+        "false",
+        *extra,
+    ]
+
+
+def add_base(gh: FakeGitHub, files: dict[str, bytes]) -> dict[str, object]:
+    payload = event_payload("pull_request.opened")
+    return gh.add_artifact(
+        "latency-results",
+        make_zip(files),
+        branch=payload["pull_request"]["base"]["ref"],
+        head_sha=payload["pull_request"]["base"]["sha"],
+        head_repository_id=payload["repository"]["id"],
+    )
+
+
+@pytest.mark.parametrize("failure", ["expired-410", "storage-503", "api-502"])
+def test_cli_base_artifact_that_cannot_be_downloaded_is_the_no_base_finding(
+    tmp_path: Path,
+    gh: FakeGitHub,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    failure: str,
+) -> None:
+    uploaded = add_base(gh, {"head.csv": (DEMO / "base.csv").read_bytes()})
+    zip_path = rf"/actions/artifacts/{uploaded['id']}/zip$"
+    if failure == "expired-410":
+        gh.fail("GET", zip_path, 410, body={"message": "Artifact has expired"})
+    elif failure == "storage-503":
+        gh.storage_failures.extend([503] * 5)
+    else:
+        gh.fail("GET", zip_path, 502, times=5)
+    env = make_env(tmp_path, gh)
+    sleeps: list[float] = []
+    # the CLI passes no sleep: replace the default, keeping the retries but not their waits
+    monkeypatch.setitem(fetch_base_artifact.__kwdefaults__, "sleep", sleeps.append)
+    code = main(base_artifact_args(DEMO / "head.csv", "--fail-on", "no_base"), environ=env)
+    assert sleeps == ([] if failure == "expired-410" else [1.0, 2.0, 4.0, 8.0])
+    assert code == 1  # the no_base finding failed it, not exit 2
+    assert outputs(env)["verdict"] == "fail"
+    out = capsys.readouterr().out
+    assert f"could not download artifact {uploaded['id']}" in out
+    assert "no base results" in out
+
+
+def test_fetch_base_artifact_keeps_refusing_a_hostile_archive(
+    tmp_path: Path, gh: FakeGitHub
+) -> None:
+    add_base(gh, {"../../evil.csv": b"x"})
+    with pytest.raises(InputError, match="not a plain relative path"):
+        fetch_base_artifact("latency-results", make_env(tmp_path, gh), tmp_path / "base")
+
+
+def test_action_base_artifact_defaults_the_base_name_to_the_heads(
+    tmp_path: Path, gh: FakeGitHub
+) -> None:
+    add_base(gh, {"head.csv": (DEMO / "base.csv").read_bytes()})
+    env = make_env(tmp_path, gh)
+    env.update(
+        {
+            "INPUT_HEAD": str(DEMO / "head.csv"),
+            "INPUT_BUDGET": str(DEMO / "budget.yml"),
+            "INPUT_BASE_ARTIFACT": "latency-results",
+            "INPUT_COMMENT": "false",
+        }
+    )
+    argv, _env = action.build(env)
+    assert "--base=head.csv" in argv
+    assert action.main(env) == 1  # compared against the artifact's head.csv: the regression
+    assert "decode" in outputs(env)["regressions"].split(",")
+
+
+def test_action_results_artifact_without_base_is_refused_before_any_download(
+    tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = workflow_run_env(tmp_path, gh, make_zip({"head.csv": b"x"}))
+    env["INPUT_BASE"] = ""
+    assert action.main(env) == 2
+    assert "input `base` is required with `results-artifact`" in capsys.readouterr().err
+    assert gh.requests == [] and list((tmp_path / "runner").iterdir()) == []
+
+
+def test_action_results_and_base_artifacts_together_need_no_base_input(
+    tmp_path: Path, gh: FakeGitHub
+) -> None:
+    env = workflow_run_env(tmp_path, gh, make_zip({"head.csv": (DEMO / "head.csv").read_bytes()}))
+    env.update({"INPUT_BASE": "", "INPUT_BASE_ARTIFACT": "base-results"})
+    argv, _env = action.build(env)
+    assert "--base=head.csv" in argv  # a name inside the base artifact
+    [head] = [a for a in argv if a.startswith("--head=")]
+    assert head.endswith("head.csv") and str(tmp_path / "runner") in head
+
+
+def test_action_validates_the_id_before_making_a_folder_with_it(tmp_path: Path) -> None:
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    env = {
+        "INPUT_HEAD": "head.csv",
+        "INPUT_BASE": "base.csv",
+        "INPUT_ID": "../../escape",
+        "INPUT_RESULTS_ARTIFACT": "latency-results",
+        "RUNNER_TEMP": str(runner),
+    }
+    with pytest.raises(UsageError, match="letters, digits"):
+        action.build(env)
+    assert list(runner.iterdir()) == [] and list(tmp_path.iterdir()) == [runner]
+
+
+def test_the_action_entry_in_isolated_mode_ignores_a_shadowing_workspace(tmp_path: Path) -> None:
+    shadow = tmp_path / "budgetdiff"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text("import sys\nsys.exit(99)\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "PYTHON"))}
+    env["INPUT_BUDGET"] = "budget.yml"  # an input still arrives through the environment
+
+    def run(*flags: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, *flags, "-m", "budgetdiff.action"]
+        return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
+
+    assert run().returncode == 99  # what action.yml's `-I` prevents
+    isolated = run("-I")
+    assert isolated.returncode == 2
+    assert "input `head` is required" in isolated.stderr
+
+
+# -- review fixes: which PR a workflow_run belongs to ------------------------------------------
+
+
+def test_workflow_run_pull_requests_of_another_repository_are_not_trusted(
+    tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    payload = event_payload("workflow_run.completed.with_pr")
+    listed = payload["workflow_run"]["pull_requests"][0]
+    # this sample lists a PR whose base is another repository than the payload's own
+    assert listed["base"]["repo"]["id"] != payload["repository"]["id"]
+    env = make_env(tmp_path, gh, "workflow_run.completed.with_pr", payload=payload)
+    assert main(demo_args("--fail-on", "never"), environ=env) == 0
+    assert gh.comments_on(listed["number"]) == []
+    head_sha = payload["workflow_run"]["head_sha"]
+    assert [r.path for r in gh.requests] == [f"/repos/{REPO}/commits/{head_sha}/pulls"]
+    out = capsys.readouterr().out
+    assert "::notice title=budgetdiff::budgetdiff: no open pull request of" in out
+    assert head_sha[:12] in out
+
+
+def test_workflow_run_pull_requests_of_this_repository_are_used(
+    tmp_path: Path, gh: FakeGitHub
+) -> None:
+    payload = event_payload("workflow_run.completed.with_pr")
+    listed = payload["workflow_run"]["pull_requests"][0]
+    payload["repository"]["id"] = listed["base"]["repo"]["id"]
+    payload["workflow_run"]["head_sha"] = listed["head"]["sha"]  # the run built the PR's head
+    gh.add_pull(listed["number"], listed["head"]["sha"])
+    env = make_env(tmp_path, gh, "workflow_run.completed.with_pr", payload=payload)
+    assert main(demo_args("--fail-on", "never"), environ=env) == 0
+    assert len(gh.comments_on(listed["number"])) == 1
+    assert not any("/commits/" in r.path for r in gh.requests)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from budgetdiff.errors import UsageError
 from budgetdiff.github import Publication, publish, validate_report_id
 from budgetdiff.github.actions import command, format_outputs
 from budgetdiff.github.api import ApiError, GitHubClient
-from budgetdiff.github.comment import COMMENT_MAX_CHARS, marker, text_length
+from budgetdiff.github.comment import COMMENT_MAX_CHARS, fit, marker, text_length
 
 if not SPEC_PATH.exists() or not EVENTS_PATH.exists():
     pytest.skip("../shared/github is not next to the repository", allow_module_level=True)
@@ -37,7 +38,10 @@ def make_env(
     tmp_path: Path, gh: FakeGitHub, kind: str = "pull_request.opened", **extra: str
 ) -> dict[str, str]:
     event = tmp_path / "event.json"
-    event.write_text(json.dumps(event_payload(kind)), encoding="utf-8")
+    payload = event_payload(kind)
+    event.write_text(json.dumps(payload), encoding="utf-8")
+    if isinstance(payload.get("pull_request"), dict):  # GitHub knows the PR, at this head
+        gh.add_pull(payload["pull_request"]["number"], payload["pull_request"]["head"]["sha"])
     summary = tmp_path / "summary.md"
     output = tmp_path / "output.txt"
     summary.touch()
@@ -136,7 +140,7 @@ def test_first_run_creates_one_comment_after_summary_and_outputs(
     assert outputs["comment-url"].endswith(f"#issuecomment-{comment['id']}")
     out = capsys.readouterr().out
     assert "::error title=budgetdiff default%3A regression decode::decode p95" in out
-    listing = [r for r in gh.requests if r.method == "GET"]
+    listing = [r for r in gh.requests if r.method == "GET" and r.path.endswith("/comments")]
     assert listing[0].query["per_page"] == ["100"]
 
 
@@ -159,7 +163,7 @@ def test_ours_on_page_three_of_250_comments_is_found(tmp_path: Path, gh: FakeGit
             gh.add_comment(PR, f"review comment {i}", login=f"user{i % 7}")
     publish(make_pub(tmp_path, text="new report"), make_env(tmp_path, gh))
 
-    pages = [r.query.get("page", ["1"])[0] for r in gh.requests if r.method == "GET"]
+    pages = [r.query.get("page", ["1"])[0] for r in gh.requests if r.path.endswith("/comments")]
     assert pages == ["1", "2", "3"]
     assert ops(gh, "POST") == []
     assert gh.comments[ours["id"]]["body"] == marker("default") + "\nnew report"
@@ -364,10 +368,9 @@ def test_base_url_with_api_v3_prefix(tmp_path: Path) -> None:
         assert env["GITHUB_API_URL"].endswith("/api/v3")
         assert publish(make_pub(tmp_path), env) == []
         assert len(ghes.comments_on(PR)) == 121
-        assert [r.query.get("page", ["1"]) for r in ghes.requests if r.method == "GET"] == [
-            ["1"],
-            ["2"],
-        ]
+        listings = [r for r in ghes.requests if r.method == "GET" and r.path.endswith("comments")]
+        # one listing before the create, one after it (a concurrent run's comment?)
+        assert [r.query.get("page", ["1"]) for r in listings] == [["1"], ["2"], ["1"], ["2"]]
     assert ghes.errors == []
 
 
@@ -452,9 +455,10 @@ def test_annotations_are_capped_per_level(
     findings = [("over_budget", f"s{i}", i % 2 == 0, f"m{i}") for i in range(30)]
     publish(make_pub(tmp_path, findings=findings), {}, comment=False)
     lines = capsys.readouterr().out.splitlines()
-    assert sum(line.startswith("::error") for line in lines) == 11
-    assert sum(line.startswith("::warning") for line in lines) == 11
-    assert "::error title=budgetdiff::5 more; see the job summary" in lines
+    # the runner shows 10 per level: 8 findings + "N more", one left for budgetdiff's own
+    assert sum(line.startswith("::error") for line in lines) == 9
+    assert sum(line.startswith("::warning") for line in lines) == 9
+    assert "::error title=budgetdiff::7 more; see the job summary" in lines
 
 
 def test_outputs_use_a_random_delimiter_that_survives_hostile_values() -> None:
@@ -482,3 +486,231 @@ def test_report_ids_are_validated(bad: str) -> None:
 
 def test_command_escapes_title_properties() -> None:
     assert command("warning", "a,b:c", title="x,y:z") == "::warning title=x%2Cy%3Az::a,b:c"
+
+
+# -- review fixes: a failed comment never changes the outcome ---------------------------------
+
+
+def test_a_2xx_create_answer_that_is_not_json_is_a_warning_not_a_traceback(
+    tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gh.fail("POST", r"/comments$", 201, raw=b"<html>created</html>", after=True)
+    env = make_env(tmp_path, gh)
+    [warning] = publish(make_pub(tmp_path), env, sleep=Sleeps())
+    assert "the answer is not JSON" in warning
+    assert len(gh.comments_on(PR)) == 1  # it was created: the next run finds and updates it
+    assert parse_outputs(Path(env["GITHUB_OUTPUT"]).read_text())["verdict"] == "fail"
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err and TOKEN not in captured.out + captured.err
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [([], "expected a JSON object, got list"), ({"html_url": "x"}, "has no comment id")],
+    ids=["list", "no-id"],
+)
+def test_a_create_answer_of_the_wrong_shape_is_a_warning(
+    tmp_path: Path, gh: FakeGitHub, body: Any, message: str
+) -> None:
+    gh.fail("POST", r"/comments$", 201, body=body)
+    [warning] = publish(make_pub(tmp_path), make_env(tmp_path, gh), sleep=Sleeps())
+    assert message in warning
+
+
+def test_an_update_answer_that_is_not_json_still_counts_as_updated(
+    tmp_path: Path, gh: FakeGitHub
+) -> None:
+    ours = gh.add_comment(PR, marker("default") + "\nold")
+    gh.fail("PATCH", r"/issues/comments/\d+$", 200, raw=b"OK", after=True)
+    env = make_env(tmp_path, gh)
+    assert publish(make_pub(tmp_path, text="new"), env) == []
+    assert gh.comments[ours["id"]]["body"] == marker("default") + "\nnew"
+    assert parse_outputs(Path(env["GITHUB_OUTPUT"]).read_text())["comment-url"] == ours["html_url"]
+
+
+@pytest.mark.parametrize(
+    "url", ["not-a-url", "ftp://example.com", "http://[::1", "https://x:99999"]
+)
+def test_a_malformed_api_url_is_a_warning(tmp_path: Path, gh: FakeGitHub, url: str) -> None:
+    env = make_env(tmp_path, gh, GITHUB_API_URL=url)
+    [warning] = publish(make_pub(tmp_path), env, sleep=Sleeps())
+    assert "is not an http(s) URL" in warning
+    assert parse_outputs(Path(env["GITHUB_OUTPUT"]).read_text())["verdict"] == "fail"
+
+
+def test_any_error_in_the_comment_step_is_a_redacted_warning_naming_its_type(
+    tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def render(limit: int) -> str:
+        if limit <= COMMENT_MAX_CHARS:  # the comment's rendering, not the summary's
+            raise RuntimeError(f"renderer bug near {TOKEN}")
+        return "## budgetdiff: **fail**\n"
+
+    pub = Publication(**{**make_pub(tmp_path).__dict__, "render_markdown": render})
+    env = make_env(tmp_path, gh)
+    [warning] = publish(pub, env)
+    assert "could not comment (RuntimeError: renderer bug near ***)" in warning
+    assert "budgetdiff: **fail**" in Path(env["GITHUB_STEP_SUMMARY"]).read_text()
+    captured = capsys.readouterr()
+    assert TOKEN not in captured.out + captured.err and "Traceback" not in captured.err
+
+
+# -- review fixes: duplicates, races, stale runs, the author --------------------------------
+
+
+def test_duplicates_are_deleted_after_the_update_and_a_404_delete_is_fine(
+    tmp_path: Path, gh: FakeGitHub
+) -> None:
+    first = gh.add_comment(PR, marker("default") + "\nA")
+    gh.add_comment(PR, marker("default") + "\nB")
+    gh.fail("DELETE", r"/issues/comments/\d+$", 404, body={"message": "Not Found"})
+    assert publish(make_pub(tmp_path, text="C"), make_env(tmp_path, gh)) == []
+    assert gh.comments[first["id"]]["body"] == marker("default") + "\nC"
+    writes = [r.method for r in gh.requests if r.method in ("PATCH", "DELETE")]
+    assert writes == ["PATCH", "DELETE"]
+
+
+def test_a_delete_that_fails_otherwise_only_warns(tmp_path: Path, gh: FakeGitHub) -> None:
+    first = gh.add_comment(PR, marker("default") + "\nA")
+    second = gh.add_comment(PR, marker("default") + "\nB")
+    gh.fail("DELETE", r"/issues/comments/\d+$", 500, times=100)
+    env = make_env(tmp_path, gh)
+    [warning] = publish(make_pub(tmp_path, text="C"), env, sleep=Sleeps())
+    assert f"could not delete the duplicate comment {second['id']}" in warning
+    assert gh.comments[first["id"]]["body"] == marker("default") + "\nC"
+    assert (
+        parse_outputs(Path(env["GITHUB_OUTPUT"]).read_text())["comment-url"] == (first["html_url"])
+    )
+
+
+def test_a_concurrent_runs_earlier_comment_is_kept_and_ours_deleted(
+    tmp_path: Path, gh: FakeGitHub
+) -> None:
+    theirs: list[dict[str, Any]] = []
+    # the other run listed none too, and posted just before us
+    gh.on("POST", r"/comments$", lambda: theirs.append(gh.add_comment(PR, marker("default"))))
+    env = make_env(tmp_path, gh)
+    assert publish(make_pub(tmp_path, text="ours"), env) == []
+
+    [comment] = gh.comments_on(PR)
+    assert comment["id"] == theirs[0]["id"]
+    assert comment["body"] == marker("default") + "\nours"
+    [deleted] = ops(gh, "DELETE")
+    assert deleted != f"/repos/{REPO}/issues/comments/{theirs[0]['id']}"
+    assert (
+        parse_outputs(Path(env["GITHUB_OUTPUT"]).read_text())["comment-url"]
+        == (theirs[0]["html_url"])
+    )
+
+
+def test_a_concurrent_runs_later_comment_is_left_to_that_run(
+    tmp_path: Path, gh: FakeGitHub
+) -> None:
+    listings: list[int] = []
+
+    def after_our_post() -> None:  # the other run posts between our create and our check
+        listings.append(1)
+        if len(listings) == 2:
+            gh.add_comment(PR, marker("default") + "\ntheirs")
+
+    gh.on("GET", r"/comments$", after_our_post, times=2)
+    assert publish(make_pub(tmp_path, text="ours"), make_env(tmp_path, gh)) == []
+    bodies = [c["body"] for c in gh.comments_on(PR)]
+    assert bodies == [marker("default") + "\nours", marker("default") + "\ntheirs"]
+    assert ops(gh, "DELETE") == [] and ops(gh, "PATCH") == []  # theirs deletes itself
+
+
+def test_two_overlapping_runs_that_both_listed_none_leave_one_comment(
+    tmp_path: Path, gh: FakeGitHub
+) -> None:
+    barrier = threading.Barrier(2, timeout=10)
+    # each run's first listing waits for the other's: both see no comment, both post
+    gh.on("GET", r"/comments$", barrier.wait, times=2)
+    results: dict[str, list[str]] = {}
+
+    def run(name: str) -> None:
+        folder = tmp_path / name
+        folder.mkdir()
+        results[name] = publish(make_pub(folder, text=name), make_env(folder, gh))
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in ("one", "two")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert results == {"one": [], "two": []}
+    assert len(ops(gh, "POST")) == 2
+    [comment] = gh.comments_on(PR)
+    assert comment["body"] in (marker("default") + "\none", marker("default") + "\ntwo")
+
+
+def test_a_run_for_an_older_head_leaves_the_comment_alone(
+    tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = make_env(tmp_path, gh)
+    gh.pulls[0]["head"]["sha"] = "d" * 40  # a newer push; its own run reports it
+    assert publish(make_pub(tmp_path), env) == []
+    assert [r.path for r in gh.requests] == [f"/repos/{REPO}/pulls/{PR}"]
+    assert "comment-url" not in parse_outputs(Path(env["GITHUB_OUTPUT"]).read_text())
+    out = capsys.readouterr().out
+    assert f"::notice title=budgetdiff::budgetdiff: PR #{PR} is now at commit dddddddddddd" in out
+
+
+def test_a_pr_that_cannot_be_read_does_not_stop_the_comment(tmp_path: Path, gh: FakeGitHub) -> None:
+    env = make_env(tmp_path, gh)
+    gh.pulls.clear()  # 404 on GET /pulls/{n}: the write decides on its own
+    assert publish(make_pub(tmp_path), env) == []
+    assert len(gh.comments_on(PR)) == 1
+
+
+def test_a_token_whose_login_is_not_the_comment_author_is_told_to_set_it(
+    tmp_path: Path, gh: FakeGitHub
+) -> None:
+    gh.tokens["pat"] = ("alice", True)
+    env = make_env(tmp_path, gh, GITHUB_TOKEN="pat")
+    [first] = publish(make_pub(tmp_path, text="one"), env)
+    [second] = publish(make_pub(tmp_path, text="two"), env)
+    assert "written by 'alice', not by the configured comment author" in first
+    assert "`comment-author: alice`" in first and second == first
+    # the post-create check knows the real login: no pile-up meanwhile
+    [comment] = gh.comments_on(PR)
+    assert comment["body"] == marker("default") + "\ntwo"
+
+
+def test_a_secondary_rate_limit_without_headers_waits_a_minute(
+    tmp_path: Path, gh: FakeGitHub
+) -> None:
+    message = {"message": "You have exceeded a secondary rate limit. Please wait a few minutes."}
+    gh.fail("POST", r"/comments$", 403, body=message)
+    gh.fail("GET", r"/comments$", 429, body=message)
+    sleeps = Sleeps()
+    assert publish(make_pub(tmp_path), make_env(tmp_path, gh), sleep=sleeps) == []
+    assert sleeps == [60.0, 60.0]
+    assert len(gh.comments_on(PR)) == 1
+
+
+def test_our_own_warnings_come_before_the_findings(
+    tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gh.tokens[TOKEN] = (BOT, False)
+    findings = [("over_budget", f"s{i}", i % 2 == 0, f"m{i}") for i in range(30)]
+    publish(make_pub(tmp_path, findings=findings), make_env(tmp_path, gh))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("::warning title=budgetdiff::budgetdiff: could not comment")
+    assert "pull-requests: write" in lines[0]
+    assert sum(line.startswith("::warning") for line in lines) == 10  # all shown by the runner
+
+
+def test_the_last_resort_cut_keeps_non_bmp_text() -> None:
+    emoji = "😀" * 50_000  # 2 UTF-16 units each
+
+    def cut(limit: int, measure: Callable[[str], int]) -> str:
+        return fit(lambda _n: emoji, limit, measure)
+
+    text = cut(1000, text_length)
+    note = "\n\n_(report cut to fit GitHub's size limit)_\n"
+    assert text.endswith(note)
+    assert text_length(text) <= 1000
+    assert text.count("😀") == (1000 - text_length(note)) // 2  # as many as fit, not none
+    in_bytes = cut(1000, lambda t: len(t.encode("utf-8")))
+    assert in_bytes.count("😀") == (1000 - len(note.encode("utf-8"))) // 4

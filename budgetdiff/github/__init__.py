@@ -1,7 +1,9 @@
-"""Publishing a report to GitHub: step summary, outputs, annotations, then the sticky comment.
+"""Publishing a report to GitHub: step summary, outputs, the sticky comment, then annotations.
 
 The order loses nothing: what the runner keeps locally (summary, outputs) is written before the
 network is touched, and a comment that cannot be posted becomes a warning, never an exit code.
+budgetdiff's own warnings are printed before the findings' annotations, so that the runner's
+cap of 10 annotations per level never hides them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -67,9 +70,24 @@ def _client(
     )
 
 
-def _warn(warnings: list[str], message: str) -> None:
-    warnings.append(message)
-    actions.print_commands([actions.command("warning", message, title="budgetdiff")], sys.stdout)
+class _Notes:
+    """budgetdiff's own notices and warnings, token redacted, printed before the findings."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+        self.lines: list[str] = []
+        self.warnings: list[str] = []
+
+    def _redact(self, message: str) -> str:
+        return message.replace(self._token, "***") if self._token else message
+
+    def warning(self, message: str) -> None:
+        message = self._redact(message)
+        self.warnings.append(message)
+        self.lines.append(actions.command("warning", message, title="budgetdiff"))
+
+    def notice(self, message: str) -> None:
+        self.lines.append(actions.command("notice", self._redact(message), title="budgetdiff"))
 
 
 def publish(
@@ -81,9 +99,9 @@ def publish(
     transport: httpx.BaseTransport | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> list[str]:
-    """Summary, outputs, annotations, then the PR comment; returns the warnings it printed."""
+    """Summary, outputs, the PR comment, then annotations; returns the warnings it printed."""
     validate_report_id(pub.report_id)
-    warnings: list[str] = []
+    notes = _Notes(environ.get("GITHUB_TOKEN", ""))
 
     summary_path = environ.get("GITHUB_STEP_SUMMARY", "")
     if summary_path:
@@ -91,7 +109,7 @@ def publish(
         try:
             actions.append_summary(Path(summary_path), markdown)
         except OSError as exc:
-            _warn(warnings, f"budgetdiff: could not write the step summary {summary_path}: {exc}")
+            notes.warning(f"budgetdiff: could not write the step summary {summary_path}: {exc}")
 
     output_path = environ.get("GITHUB_OUTPUT", "")
     if output_path:
@@ -103,21 +121,32 @@ def publish(
         try:
             actions.append_outputs(Path(output_path), values)
         except OSError as exc:
-            _warn(warnings, f"budgetdiff: could not write the outputs {output_path}: {exc}")
-
-    actions.print_commands(_annotations(pub), sys.stdout)
+            notes.warning(f"budgetdiff: could not write the outputs {output_path}: {exc}")
 
     if comment:
+        url: str | None = None
         try:
-            url = _comment(pub, environ, comment_author, transport, sleep)
+            url = _comment(pub, environ, comment_author, transport, sleep, notes)
         except PublishError as exc:
-            _warn(warnings, _explain(exc, environ))
-        else:
-            if url and output_path:
-                # the comment is posted; its URL is a convenience
-                with contextlib.suppress(OSError):
-                    actions.append_outputs(Path(output_path), {"comment-url": url})
-    return warnings
+            notes.warning(_explain(exc, environ))
+        except Exception as exc:
+            # The one deliberate broad catch. The contract: a comment that cannot be posted never
+            # changes the exit code and never shows a traceback. This step depends on a remote
+            # service's answers (a 2xx that is not JSON, odd shapes, a malformed
+            # GITHUB_API_URL) and runs after the summary and outputs are written, so any failure
+            # here is reported as a warning naming the exception type (bugs stay visible),
+            # with the token redacted.
+            notes.warning(
+                f"budgetdiff: could not comment ({type(exc).__name__}: {exc}). The report is "
+                "in the job summary and the outputs, and the exit code is unchanged"
+            )
+        if url and output_path:
+            # the comment is posted; its URL is a convenience
+            with contextlib.suppress(OSError):
+                actions.append_outputs(Path(output_path), {"comment-url": url})
+
+    actions.print_commands(notes.lines + _annotations(pub), sys.stdout)
+    return notes.warnings
 
 
 def _fit_summary(render: Callable[[int], str]) -> str:
@@ -129,13 +158,14 @@ def _fit_summary(render: Callable[[int], str]) -> str:
 
 def _annotations(pub: Publication) -> list[str]:
     lines: list[str] = []
+    cap = actions.MAX_FINDING_ANNOTATIONS
     for level, fails in (("error", True), ("warning", False)):
         chosen = [f for f in pub.findings if f[2] is fails]
-        for kind, subject, _fails, message in chosen[: actions.MAX_ANNOTATIONS]:
+        for kind, subject, _fails, message in chosen[:cap]:
             title = f"budgetdiff {pub.report_id}: {kind} {subject}".strip()
             lines.append(actions.command(level, message, title=title))
-        if len(chosen) > actions.MAX_ANNOTATIONS:
-            more = len(chosen) - actions.MAX_ANNOTATIONS
+        if len(chosen) > cap:
+            more = len(chosen) - cap
             lines.append(
                 actions.command(level, f"{more} more; see the job summary", title="budgetdiff")
             )
@@ -148,6 +178,7 @@ def _comment(
     author: str,
     transport: httpx.BaseTransport | None,
     sleep: Callable[[float], None],
+    notes: _Notes,
 ) -> str | None:
     event_name = environ.get("GITHUB_EVENT_NAME", "")
     if event_name not in (*event.PR_EVENTS, "workflow_run"):
@@ -164,15 +195,39 @@ def _comment(
     with _client(environ, transport, sleep) as client:
         pr = event.pull_request_of(event_name, payload, client, repo)
         if pr is None:
+            if event_name == "workflow_run":
+                notes.notice(_no_pr_found(payload, repo))
             return None
+        if pr.from_event and pr.head_sha:
+            # The event may be stale: a newer push has its own run, which owns the comment now.
+            current = event.current_head_sha(client, repo, pr.number)
+            if current is not None and current != pr.head_sha:
+                notes.notice(
+                    f"budgetdiff: PR #{pr.number} is now at commit {current[:12]}, not this "
+                    f"run's {pr.head_sha[:12]}; leaving the comment to the newer run"
+                )
+                return None
         body = comment.comment_body(pub.report_id, pub.render_markdown)
         try:
             result = comment.upsert(client, repo, pr.number, pub.report_id, body, author)
         except ApiError as exc:
             exc.args = (f"PR #{pr.number}: {exc}",)
             raise
+    for message in result.warnings:
+        notes.warning(message)
     print(f"budgetdiff: {result.action} comment {result.url}", file=sys.stderr)
     return result.url
+
+
+def _no_pr_found(payload: Mapping[str, Any], repo: str) -> str:
+    run = payload.get("workflow_run")
+    run = run if isinstance(run, dict) else {}
+    sha = str(run.get("head_sha") or "?")
+    return (
+        f"budgetdiff: no open pull request of {repo} has the triggering run's head commit "
+        f"{sha[:12]} (looked up with GET /repos/{repo}/commits/{{sha}}/pulls, which can miss a "
+        "commit that exists only in a fork), so no comment; the report is in the job summary"
+    )
 
 
 def _explain(exc: PublishError, environ: Mapping[str, str]) -> str:
@@ -216,60 +271,73 @@ def fetch_base_artifact(
 ) -> Path | None:
     """Base results from artifact NAME of the latest successful run on the PR's base branch.
 
-    Returns the folder it was extracted into, or None when there is none (the caller reports
-    that as `no_base`; the reason is printed as a warning). A hostile or oversized archive is an
-    `InputError`.
+    Returns the folder it was extracted into, or None when there is none or it cannot be
+    downloaded (expired: 410, storage or server errors); the caller reports that as `no_base`
+    and the reason is printed as a warning. A hostile or oversized archive is an `InputError`.
     """
     repo = environ.get("GITHUB_REPOSITORY", "")
     if not repo or not environ.get("GITHUB_TOKEN"):
-        actions.print_commands(
-            [
-                actions.command(
-                    "warning",
-                    f"base-artifact {name}: needs GITHUB_REPOSITORY and GITHUB_TOKEN "
-                    "(and `permissions: actions: read`); no base results",
-                    title="budgetdiff",
-                )
-            ],
-            sys.stdout,
+        _print(
+            "warning",
+            f"base-artifact {name}: needs GITHUB_REPOSITORY and GITHUB_TOKEN "
+            "(and `permissions: actions: read`); no base results",
+            environ,
         )
         return None
-    messages: list[str] = []
-    with _client(environ, transport, sleep) as client:
-        try:
+    try:
+        with _client(environ, transport, sleep) as client:
             branch, base_sha, repo_id = _base_branch(environ, client, repo)
             if not branch:
-                messages.append(f"base-artifact {name}: no base branch in the event; no base")
-                found = None
-            else:
-                found = artifact.find_base_artifact(
-                    client, repo, name, branch, prefer_sha=base_sha, repository_id=repo_id
+                _print(
+                    "warning",
+                    f"base-artifact {name}: no base branch in the event; no base results",
+                    environ,
                 )
-                if found is None:
-                    messages.append(
-                        f"base-artifact {name}: no successful run on {branch} has this artifact "
-                        "(expired, never uploaded, or the branch's workflow has not run yet); "
-                        "no base results"
-                    )
-        except (ApiError, PublishError) as exc:
-            messages.append(f"base-artifact {name}: {exc}; no base results")
-            found = None
-        if found is not None:
-            folder = artifact.download(client, repo, found, dest)
-            note = (
-                f"base results: artifact {name} of run {found.run_id} "
-                f"(commit {found.head_sha[:12]} on {branch})"
+                return None
+            found = artifact.find_base_artifact(
+                client, repo, name, branch, prefer_sha=base_sha, repository_id=repo_id
             )
-            level = "notice"
-            if base_sha and found.head_sha != base_sha:
-                level = "warning"
-                note += f", not the PR's base commit {base_sha[:12]} (no run for it yet)"
-            actions.print_commands([actions.command(level, note, title="budgetdiff")], sys.stdout)
-            return folder
-    actions.print_commands(
-        [actions.command("warning", m, title="budgetdiff") for m in messages], sys.stdout
+            if found is None:
+                _print(
+                    "warning",
+                    f"base-artifact {name}: no successful run on {branch} has this artifact "
+                    "(expired, never uploaded, or the branch's workflow has not run yet); "
+                    "no base results",
+                    environ,
+                )
+                return None
+            what = f"artifact {found.artifact_id} of run {found.run_id}"
+            try:
+                folder = artifact.download(client, repo, found, dest)
+            except (ApiError, httpx.HTTPError) as exc:
+                # 410 (expired since it was listed), storage or server errors: no base, not a
+                # crash. A hostile or oversized archive stays an InputError (exit 2).
+                _print(
+                    "warning",
+                    f"base-artifact {name}: could not download {what} ({exc}); no base results",
+                    environ,
+                )
+                return None
+    except (ApiError, PublishError) as exc:
+        _print("warning", f"base-artifact {name}: {exc}; no base results", environ)
+        return None
+    note = (
+        f"base results: artifact {name} of run {found.run_id} "
+        f"(commit {found.head_sha[:12]} on {branch})"
     )
-    return None
+    level = "notice"
+    if base_sha and found.head_sha != base_sha:
+        level = "warning"
+        note += f", not the PR's base commit {base_sha[:12]} (no run for it yet)"
+    _print(level, note, environ)
+    return folder
+
+
+def _print(level: str, message: str, environ: Mapping[str, str]) -> None:
+    token = environ.get("GITHUB_TOKEN", "")
+    if token:
+        message = message.replace(token, "***")
+    actions.print_commands([actions.command(level, message, title="budgetdiff")], sys.stdout)
 
 
 def fetch_results_artifact(
@@ -297,7 +365,7 @@ def fetch_results_artifact(
         raise UsageError(f"results-artifact {name}: the event has no workflow_run.id")
     run_id = int(run["id"])
     try:
-        with _client(environ, transport, sleep) as client:
+        with _client(environ, transport, sleep) as client:  # a bad GITHUB_API_URL: ApiError
             found = artifact.find_run_artifact(client, repo, run_id, name)
             if found is None:
                 raise UsageError(

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from budgetdiff.errors import PublishError
+from budgetdiff.errors import InputError, PublishError
 
 API_VERSION = "2022-11-28"
 DEFAULT_API_URL = "https://api.github.com"
@@ -21,6 +21,8 @@ MAX_ATTEMPTS = 5
 BACKOFF_S = (1.0, 2.0, 4.0, 8.0)
 # A rate-limit reset further away than this is not worth blocking a CI job for.
 MAX_WAIT_S = 120.0
+# GitHub's documented advice for a secondary rate limit without `retry-after`: wait a minute.
+SECONDARY_WAIT_S = 60.0
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 _LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
 
@@ -68,6 +70,11 @@ class GitHubClient:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
+        if _origin(self.api_url)[1] == "":
+            raise ApiError(
+                f"GITHUB_API_URL {api_url[:200]!r} is not an http(s) URL "
+                "(e.g. https://api.github.com or https://HOST/api/v3)"
+            )
         self._token = token
         self._sleep = sleep
         self._clock = clock
@@ -112,6 +119,10 @@ class GitHubClient:
                 response = self._http.request(
                     method, url, params=params, json=json_body, headers=headers
                 )
+            except httpx.InvalidURL:
+                raise ApiError(
+                    self._redact(f"{method} {self._where(url)}: not a valid URL"), method=method
+                ) from None
             except httpx.TransportError as exc:
                 # Connection refused/reset before an answer: safe to repeat unless the request
                 # may have reached the server (a POST that timed out while reading).
@@ -140,6 +151,12 @@ class GitHubClient:
     def get_json(self, path: str, params: Mapping[str, str | int] | None = None) -> Any:
         return _json(self.request("GET", path, params=params))
 
+    def get_object(
+        self, path: str, params: Mapping[str, str | int] | None = None
+    ) -> dict[str, Any]:
+        """GET a JSON object; anything else (a list, HTML from a proxy) is an `ApiError`."""
+        return json_object(self.request("GET", path, params=params))
+
     def paginate(self, path: str, params: Mapping[str, str | int] | None = None) -> Iterator[Any]:
         """Every page of a list endpoint, following `Link: rel="next"` (never off the API host)."""
         url: str | None = path
@@ -157,7 +174,10 @@ class GitHubClient:
             location = response.headers.get("location", "")
             if not location:
                 raise ApiError(f"GET {self._where(path)}: a redirect without a Location")
-            target = str(response.url.join(location))
+            try:
+                target = str(response.url.join(location))
+            except httpx.InvalidURL:
+                raise ApiError(f"GET {self._where(path)}: a redirect to an invalid URL") from None
             # The storage URL is pre-signed: it never receives the API token, same host or not.
             return self._fetch_capped(target, max_bytes)
         return _cap(response.content, max_bytes, path)
@@ -184,13 +204,15 @@ class GitHubClient:
                     for chunk in response.iter_bytes():
                         size += len(chunk)
                         if size > max_bytes:
-                            raise ApiError(
+                            raise InputError(
                                 f"the artifact archive is larger than {max_bytes} bytes; "
-                                "refusing to download more"
+                                "refusing to download more (upload only the results files)"
                             )
                         chunks.append(chunk)
                     return b"".join(chunks)
-            except httpx.TransportError as exc:
+            except httpx.InvalidURL:
+                raise ApiError("the artifact archive's storage URL is not valid") from None
+            except (httpx.TransportError, httpx.DecodingError) as exc:
                 if attempt == MAX_ATTEMPTS:
                     raise ApiError(
                         f"download of the artifact archive failed ({type(exc).__name__})"
@@ -201,22 +223,31 @@ class GitHubClient:
     def _url(self, path_or_url: str) -> str:
         if path_or_url.startswith(("http://", "https://")):
             if not _same_origin(path_or_url, self.api_url):
-                raise ApiError(f"refusing to send the token to {urlsplit(path_or_url).netloc}")
+                host = _origin(path_or_url)[1] or "an unparsable URL"
+                raise ApiError(f"refusing to send the token to {host}")
             return path_or_url
         return self.api_url + "/" + path_or_url.lstrip("/")
 
     def _retry_wait(self, response: httpx.Response, attempt: int, idempotent: bool) -> _Wait | None:
         status = response.status_code
         headers = response.headers
-        rate_limited = status == 429 or (
-            status == 403
-            and (headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers)
+        secondary = status in (403, 429) and "secondary rate limit" in _message(response).lower()
+        rate_limited = (
+            status == 429
+            or secondary
+            or (
+                status == 403
+                and (headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers)
+            )
         )
         if rate_limited:
             # GitHub did not act on a rate-limited request: repeating it is safe even for POST.
             seconds = _retry_after(headers, self._clock())
             if seconds is None:
-                seconds = 60.0 if status == 403 else BACKOFF_S[min(attempt - 1, 3)]
+                if secondary or status == 403:
+                    seconds = SECONDARY_WAIT_S
+                else:
+                    seconds = BACKOFF_S[min(attempt - 1, len(BACKOFF_S) - 1)]
             if seconds > MAX_WAIT_S:
                 return None
             return _Wait(seconds, "rate limit")
@@ -225,12 +256,7 @@ class GitHubClient:
         return None
 
     def _error(self, method: str, url: str, response: httpx.Response) -> ApiError:
-        try:
-            payload = response.json()
-            detail = str(payload.get("message", "")) if isinstance(payload, dict) else ""
-        except (ValueError, UnicodeDecodeError):
-            detail = ""
-        detail = detail[:300] or response.reason_phrase
+        detail = _message(response)[:300] or response.reason_phrase
         if response.status_code in (403, 429) and response.headers.get("x-ratelimit-reset"):
             detail += f" (rate limit resets at epoch {response.headers['x-ratelimit-reset']})"
         return ApiError(
@@ -248,6 +274,15 @@ class GitHubClient:
         return text.replace(self._token, "***") if self._token else text
 
 
+def _message(response: httpx.Response) -> str:
+    """The `message` of a GitHub error body ("" when the body is not a JSON object)."""
+    try:
+        payload = response.json()
+    except (ValueError, UnicodeDecodeError):
+        return ""
+    return str(payload.get("message", "")) if isinstance(payload, dict) else ""
+
+
 def _json(response: httpx.Response) -> Any:
     try:
         return response.json()
@@ -255,7 +290,21 @@ def _json(response: httpx.Response) -> Any:
         raise ApiError(
             f"{response.request.method} {response.request.url.path}: the answer is not JSON",
             status=response.status_code,
+            method=response.request.method,
         ) from None
+
+
+def json_object(response: httpx.Response) -> dict[str, Any]:
+    """The response's JSON object; a 2xx answer of any other shape is an `ApiError`."""
+    data = _json(response)
+    if not isinstance(data, dict):
+        raise ApiError(
+            f"{response.request.method} {response.request.url.path}: "
+            f"expected a JSON object, got {type(data).__name__}",
+            status=response.status_code,
+            method=response.request.method,
+        )
+    return data
 
 
 def _retry_after(headers: httpx.Headers, now: float) -> float | None:
@@ -277,13 +326,25 @@ def _retry_after(headers: httpx.Headers, now: float) -> float | None:
 
 def _cap(data: bytes, max_bytes: int, what: str) -> bytes:
     if len(data) > max_bytes:
-        raise ApiError(f"{what}: larger than {max_bytes} bytes")
+        raise InputError(f"{what}: larger than {max_bytes} bytes; upload only the results files")
     return data
 
 
+def _origin(url: str) -> tuple[str, str]:
+    """(scheme, host[:port]) of an http(s) URL; ("", "") for anything else or unparsable."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:
+        return "", ""
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return "", ""
+    return parts.scheme, parts.netloc.lower()
+
+
 def _same_origin(url: str, base: str) -> bool:
-    a, b = urlsplit(url), urlsplit(base)
-    return (a.scheme, a.netloc.lower()) == (b.scheme, b.netloc.lower())
+    origin = _origin(url)
+    return origin != ("", "") and origin == _origin(base)
 
 
 def next_link(link_header: str | None, api_url: str) -> str | None:
@@ -295,5 +356,6 @@ def next_link(link_header: str | None, api_url: str) -> str | None:
         return None
     url = match.group(1)
     if not _same_origin(url, api_url):
-        raise ApiError(f"pagination points off the API host ({urlsplit(url).netloc}); stopping")
+        host = _origin(url)[1] or "an unparsable URL"
+        raise ApiError(f"pagination points off the API host ({host}); stopping")
     return url

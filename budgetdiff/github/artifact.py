@@ -42,6 +42,19 @@ class FoundArtifact:
     size: int
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _artifacts(page: Any) -> list[dict[str, Any]]:
+    items = _dict(page).get("artifacts")
+    return [a for a in items if isinstance(a, dict)] if isinstance(items, list) else []
+
+
 def find_base_artifact(
     client: GitHubClient,
     repo: str,
@@ -57,11 +70,13 @@ def find_base_artifact(
     """
     candidates: list[tuple[dict[str, Any], dict[str, Any]]] = []
     for page in client.paginate(f"/repos/{repo}/actions/artifacts", {"name": name}):
-        for artifact in page.get("artifacts", []) if isinstance(page, dict) else []:
-            run = artifact.get("workflow_run") or {}
+        for artifact in _artifacts(page):
+            run = _dict(artifact.get("workflow_run"))
             if artifact.get("name") != name or artifact.get("expired"):
                 continue
-            if run.get("head_branch") != branch or not run.get("id"):
+            if _int(artifact.get("id")) is None or _int(run.get("id")) is None:
+                continue
+            if run.get("head_branch") != branch:
                 continue
             if repository_id is not None and run.get("head_repository_id") not in (
                 None,
@@ -75,14 +90,15 @@ def find_base_artifact(
     candidates.sort(key=lambda ar: str(ar[0].get("created_at") or ""), reverse=True)
     candidates.sort(key=lambda ar: ar[1].get("head_sha") != prefer_sha)
     for artifact, run in candidates[:MAX_RUNS_CHECKED]:
-        details = client.get_json(f"/repos/{repo}/actions/runs/{int(run['id'])}")
+        run_id = _int(run.get("id")) or 0
+        details = client.get_object(f"/repos/{repo}/actions/runs/{run_id}")
         if details.get("conclusion") != "success" or details.get("event") not in BASE_EVENTS:
             continue
         return FoundArtifact(
-            artifact_id=int(artifact["id"]),
-            run_id=int(run["id"]),
+            artifact_id=_int(artifact.get("id")) or 0,
+            run_id=run_id,
             head_sha=str(details.get("head_sha") or run.get("head_sha") or ""),
-            size=int(artifact.get("size_in_bytes") or 0),
+            size=_int(artifact.get("size_in_bytes")) or 0,
         )
     return None
 
@@ -92,14 +108,15 @@ def find_run_artifact(
 ) -> FoundArtifact | None:
     """The artifact NAME uploaded by workflow run `run_id` (the fork PR's benchmark run)."""
     for page in client.paginate(f"/repos/{repo}/actions/runs/{run_id}/artifacts", {"name": name}):
-        for artifact in page.get("artifacts", []) if isinstance(page, dict) else []:
-            if artifact.get("name") == name and not artifact.get("expired"):
-                run = artifact.get("workflow_run") or {}
+        for artifact in _artifacts(page):
+            artifact_id = _int(artifact.get("id"))
+            if artifact.get("name") == name and not artifact.get("expired") and artifact_id:
+                run = _dict(artifact.get("workflow_run"))
                 return FoundArtifact(
-                    artifact_id=int(artifact["id"]),
+                    artifact_id=artifact_id,
                     run_id=run_id,
                     head_sha=str(run.get("head_sha") or ""),
-                    size=int(artifact.get("size_in_bytes") or 0),
+                    size=_int(artifact.get("size_in_bytes")) or 0,
                 )
     return None
 

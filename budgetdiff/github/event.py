@@ -20,6 +20,7 @@ class PullRequest:
     base_ref: str  # the branch the PR merges into
     base_sha: str  # that branch's commit the PR's merge commit is built on
     head_sha: str
+    from_event: bool = True  # read from the event payload (may be stale), not looked up now
 
 
 def load_event(environ: Mapping[str, str]) -> dict[str, Any]:
@@ -34,14 +35,36 @@ def load_event(environ: Mapping[str, str]) -> dict[str, Any]:
     return payload if isinstance(payload, dict) else {}
 
 
-def _pr(data: Mapping[str, Any]) -> PullRequest:
-    base = data.get("base") or {}
-    head = data.get("head") or {}
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _pr(data: Mapping[str, Any], *, from_event: bool) -> PullRequest | None:
+    number = data.get("number")
+    if not isinstance(number, int) or isinstance(number, bool) or number <= 0:
+        return None
+    base = _dict(data.get("base"))
+    head = _dict(data.get("head"))
     return PullRequest(
-        number=int(data["number"]),
-        base_ref=str(base.get("ref", "")),
-        base_sha=str(base.get("sha", "")),
-        head_sha=str(head.get("sha", "")),
+        number=number,
+        base_ref=str(base.get("ref") or ""),
+        base_sha=str(base.get("sha") or ""),
+        head_sha=str(head.get("sha") or ""),
+        from_event=from_event,
+    )
+
+
+def _same_repository(entry: Mapping[str, Any], repository: Mapping[str, Any]) -> bool:
+    """`entry` (a PR's base.repo) is the repository this workflow runs in (by id, else URL)."""
+    ours, theirs = repository.get("id"), entry.get("id")
+    if isinstance(ours, int) and isinstance(theirs, int):
+        return ours == theirs
+    ours, theirs = repository.get("url"), entry.get("url")
+    return (
+        isinstance(ours, str)
+        and isinstance(theirs, str)
+        and bool(ours)
+        and ours.rstrip("/").lower() == theirs.rstrip("/").lower()
     )
 
 
@@ -51,35 +74,61 @@ def pull_request_of(
     """The PR this run reports on, or None (a push, a schedule, a run with no open PR).
 
     For `workflow_run` (the fork-PR comment workflow) the PR is looked up from the triggering
-    run's head commit: `workflow_run.pull_requests` is empty for PRs from forks. Only a PR whose
-    head is exactly that commit counts, so a stale run never comments on a newer push.
+    run's head commit: `workflow_run.pull_requests` is empty for PRs from forks, and may list
+    PRs of other repositories (a fork's own PRs), so an entry counts only if its base is this
+    repository. Only a PR whose head is exactly that commit counts, so a stale run never
+    comments on a newer push.
     """
-    if event_name in PR_EVENTS and isinstance(payload.get("pull_request"), dict):
-        return _pr(payload["pull_request"])
+    if event_name in PR_EVENTS:
+        return _pr(_dict(payload.get("pull_request")), from_event=True)
     if event_name != "workflow_run":
         return None
-    run = payload.get("workflow_run")
-    if not isinstance(run, dict):
+    run = _dict(payload.get("workflow_run"))
+    head_sha = run.get("head_sha")
+    if not isinstance(head_sha, str) or not head_sha:
         return None
-    head_sha = str(run.get("head_sha", ""))
-    listed = [p for p in run.get("pull_requests") or [] if isinstance(p, dict)]
-    for candidate in listed:
-        if (candidate.get("head") or {}).get("sha") == head_sha:
-            return _pr(candidate)
-    if client is None or not head_sha:
+    repository = _dict(payload.get("repository"))
+    listed = run.get("pull_requests")
+    for candidate in listed if isinstance(listed, list) else []:
+        if not isinstance(candidate, dict):
+            continue
+        base_repo = _dict(_dict(candidate.get("base")).get("repo"))
+        if _dict(candidate.get("head")).get("sha") == head_sha and _same_repository(
+            base_repo, repository
+        ):
+            found = _pr(candidate, from_event=True)
+            if found is not None:
+                return found
+    if client is None:
         return None
     try:
         pulls = client.get_json(f"/repos/{repo}/commits/{head_sha}/pulls", {"per_page": 100})
     except ApiError as exc:
-        if exc.status in (404, 422):
+        if exc.status in (404, 409, 422):
             return None
         raise
     for candidate in pulls if isinstance(pulls, list) else []:
-        base_repo = ((candidate.get("base") or {}).get("repo") or {}).get("full_name", "")
+        if not isinstance(candidate, dict):
+            continue
+        base_repo = _dict(_dict(candidate.get("base")).get("repo")).get("full_name", "")
         if (
             candidate.get("state") == "open"
-            and (candidate.get("head") or {}).get("sha") == head_sha
+            and _dict(candidate.get("head")).get("sha") == head_sha
             and str(base_repo).lower() == repo.lower()
         ):
-            return _pr(candidate)
+            found = _pr(candidate, from_event=False)
+            if found is not None:
+                return found
     return None
+
+
+def current_head_sha(client: GitHubClient, repo: str, number: int) -> str | None:
+    """The PR's head commit now (GET /repos/{repo}/pulls/{number}); None if it cannot be read."""
+    try:
+        data = client.get_object(f"/repos/{repo}/pulls/{number}")
+    except ApiError:
+        # Only a guard against overwriting a newer run's comment: when it cannot be read, the
+        # comment write itself will succeed or fail on its own terms.
+        return None
+    sha = _dict(data.get("head")).get("sha")
+    return sha if isinstance(sha, str) and sha else None
