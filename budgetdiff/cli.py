@@ -208,12 +208,9 @@ def _read_side(
         data = sources.read_bytes(path, ref, limit)
         label = f"{ref}:{path}" if ref else path
         per_file.append(detect.read(data, label, args.format, options))
-    if len(per_file) > 1:
-        from budgetdiff.formats.combine import combine
+    from budgetdiff.formats.combine import combine
 
-        runs = combine(per_file, paths)
-    else:
-        runs = per_file[0]
+    runs = combine(per_file, paths)  # one file passes through, after its own checks
     wanted = _scenarios(args)
     if wanted:
         runs = [r for r in runs if r.scenario in wanted]

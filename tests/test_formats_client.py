@@ -202,6 +202,9 @@ def test_llmperf_individual_and_summary(provider: str) -> None:
         assert np.percentile(rows.total[ok], p) == pytest.approx(summary.summary["total"][p], 1e-6)
     assert summary.summary["first_token"] == summary.summary["ttft"]
     assert "itl" not in summary.summary and rows.itl is None
+    # LLMPerf's inter_token_latency_s is e2e / output tokens (TTFT included): not a TPOT
+    assert set(summary.summary) == {"ttft", "first_token", "total"}
+    assert "results_inter_token_latency_s_quantiles_p95" in doc
 
 
 @pytest.mark.parametrize(

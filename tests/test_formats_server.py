@@ -374,7 +374,7 @@ def test_inference_perf_base_head_pair_share_a_scenario() -> None:
 def test_inference_perf_broken() -> None:
     path = need(GEN / "inference-perf/base/per_request_lifecycle_metrics.json")
     data = path.read_bytes()
-    with pytest.raises(InputError, match=r"^inference-perf: p.json: invalid JSON"):
+    with pytest.raises(InputError, match=r"^inference-perf: p.json: is not valid JSON at line 6"):
         inference_perf.read(data[:5000], "p.json", OPTS)
     records = json.loads(data)
     records[3]["start_time"] = "soon"
@@ -444,6 +444,15 @@ def test_join_strips_vllm_prefix_and_splits_network() -> None:
     np.testing.assert_allclose(run.ttft, client.ttft)  # type: ignore[arg-type]
     np.testing.assert_allclose(run.total, client.total)  # type: ignore[arg-type]
     assert run.meta["matched"] == 10
+
+
+def test_join_meta_counts_are_always_set() -> None:
+    ids = [f"r{i}" for i in range(10)]
+    client = _client(ids, [110.0] * 10, [500.0] * 10)
+    server = _server(ids, [20.0] * 10, [80.0] * 10, [390.0] * 10)
+    (run,) = combine([[client], [server]], ["client.jsonl", "spans.json"])
+    assert run.meta["matched"] == 10.0 and run.meta["unmatched"] == 0.0
+    assert run.meta["network_clipped"] == 0.0 and run.meta["network_clipped_max_ms"] == 0.0
 
 
 def test_join_needs_90_percent() -> None:

@@ -29,6 +29,13 @@ def combine(runs: list[list[Run]], sources: list[str]) -> list[Run]:
     if len(runs) != len(sources):
         raise ValueError("one list of runs per source")
     if len(runs) == 1:
+        for run in runs[0]:
+            if run.histograms and run.n == 0 and not run.summary_count:
+                raise InputError(
+                    f"prometheus: {sources[0]}: no request recorded (every histogram is 0); "
+                    "scrape /metrics after the benchmark, or pass the scrapes from before and "
+                    "after it together"
+                )
         return runs[0]
     flat = [run for file_runs in runs for run in file_runs]
     if all(run.histograms and run.n == 0 for run in flat):
@@ -191,17 +198,17 @@ def join(client: Run, servers: list[Run], client_src: str, server_src: str) -> R
     network = client_ttft - server_ttft
     negative = network < 0
     meta: dict[str, str | float] = dict(client.meta)
+    # always set (0 when none), so the report can say what was dropped or clipped
     meta.update(
         {
             "joined": f"{client_src} + {server_src}",
             "matched": float(n_matched),
             "unmatched": float(n_wanted - n_matched),
+            "network_clipped": float(negative.sum()),
+            "network_clipped_max_ms": float(-np.nanmin(network)) if negative.any() else 0.0,
         }
     )
-    if negative.any():
-        meta["network_clipped"] = float(negative.sum())
-        meta["network_clipped_max_ms"] = float(-np.nanmin(network))
-        network = np.where(negative, 0.0, network)
+    network = np.where(negative, 0.0, network)
     slices: dict[str, FloatArray] = {"network": network}
     for name in SERVER_SLICES:
         slices[name] = server_column(name)

@@ -21,7 +21,6 @@ from budgetdiff.formats._client import (
     Ctx,
     arr,
     finite,
-    is_number,
     key,
     load_json,
     load_name,
@@ -124,9 +123,8 @@ def _experiment(
             f"{rwhere}.response_timestamps",
             ctx,
         )
-        for j, stamp in enumerate(stamps):
-            if not is_number(stamp):
-                number(stamp, f"{rwhere}.response_timestamps[{j}]", ctx)
+        for j, stamp in enumerate(stamps):  # each a number a float holds, before subtracting
+            number(stamp, f"{rwhere}.response_timestamps[{j}]", ctx)
         outputs = request.get("response_outputs")
         keep = list(range(len(stamps)))
         if openai:

@@ -11,8 +11,6 @@ A stage is a scenario named after its load (`rate 10/s`).
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from typing import Any
 
@@ -20,9 +18,14 @@ import numpy as np
 
 from budgetdiff.errors import InputError
 from budgetdiff.formats import ReadOptions
+from budgetdiff.formats._client import Ctx, finite, load_json, numbers
 from budgetdiff.table import FloatArray, Itl, Run
 
 NAME = "inference-perf"
+HINT = (
+    "inference-perf's per_request_lifecycle_metrics.json or a *_lifecycle_metrics.json / "
+    "*_prometheus_metrics.json report"
+)
 
 # client-side lifecycle latency -> summary names
 LIFECYCLE: dict[str, tuple[str, ...]] = {
@@ -66,14 +69,7 @@ def sniff(head: bytes, name: str) -> bool:
 
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
-    try:
-        doc = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise _fail(source, f"bytes that are not UTF-8 at offset {exc.start}") from exc
-    except json.JSONDecodeError as exc:
-        raise _fail(
-            source, f"invalid JSON at line {exc.lineno} ({exc.msg}); the file is cut short?"
-        ) from exc
+    doc = load_json(data, Ctx(NAME, source, HINT))
     if isinstance(doc, list):
         return [_per_request(doc, source)]
     if isinstance(doc, dict) and "successes" in doc:
@@ -89,10 +85,14 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
 
 
 def _seconds(record: dict[str, Any], key: str, source: str, i: int) -> float:
-    value = record.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _fail(source, f"request {i}: {key!r} is {value!r}, expected seconds as a number")
-    return float(value)
+    value = finite(record.get(key))
+    if value is None:
+        raise _fail(
+            source,
+            f"request {i}: {key!r} is {_shown(record.get(key))}, expected seconds as a "
+            "finite number",
+        )
+    return value
 
 
 def _per_request(records: list[Any], source: str) -> Run:
@@ -108,6 +108,7 @@ def _per_request(records: list[Any], source: str) -> Run:
     out = np.full(n, np.nan)
     ids: list[str] = []
     gaps: list[FloatArray] = []
+    ctx = Ctx(NAME, source, HINT)
     for i, rec in enumerate(records):
         if not isinstance(rec, dict):
             raise _fail(source, f"request {i}: not an object")
@@ -122,23 +123,25 @@ def _per_request(records: list[Any], source: str) -> Run:
         if times is None and isinstance(response, dict):
             times = response.get("chunk_times")
         if times:
-            if not isinstance(times, list) or not all(
-                isinstance(t, int | float) and not isinstance(t, bool) for t in times
-            ):
-                raise _fail(source, f"request {i}: 'output_token_times' must be a list of seconds")
-            stamps = np.asarray(times, dtype=np.float64)
+            stamps = numbers(times, f"request {i} key 'output_token_times'", ctx)
+            gap = np.diff(stamps) * 1000.0
+            if not np.isfinite(stamps).all() or (gap < 0).any():
+                raise _fail(
+                    source,
+                    f"request {i}: 'output_token_times' must be finite seconds that only grow "
+                    "(a token time is NaN, infinite, or earlier than the one before it)",
+                )
             first[i], last[i] = stamps[0], stamps[-1]
-            gaps.append(np.diff(stamps) * 1000.0)
+            gaps.append(gap)
         else:
             gaps.append(np.zeros(0))
         request_metrics = info.get("request_metrics") or {}
         text = request_metrics.get("text") if isinstance(request_metrics, dict) else None
         tokens = (text or {}).get("input_tokens") if isinstance(text, dict) else None
         tokens = info.get("input_tokens") if tokens is None else tokens
-        if isinstance(tokens, int | float):
-            inp[i] = tokens
-        if isinstance(response, dict) and isinstance(response.get("output_tokens"), int | float):
-            out[i] = response["output_tokens"]
+        inp[i] = _count(tokens)
+        if isinstance(response, dict):
+            out[i] = _count(response.get("output_tokens"))
         match = _ID.search(str(rec.get("response") or "")[:2000])
         ids.append(match.group(1) if match else str(i))
     total = (end - start) * 1000.0
@@ -178,6 +181,17 @@ def _per_request(records: list[Any], source: str) -> Run:
     )
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _count(value: Any) -> float:
+    """A token count, or NaN when absent or not a finite number."""
+    out = finite(value)
+    return np.nan if out is None else out
+
+
 # ---------------------------------------------------------------- aggregates
 
 
@@ -190,9 +204,12 @@ def _percentiles(stats: Any, source: str, where: str) -> dict[float, float]:
         pct = 50.0 if key == "median" else float(m.group(1)) if m else None
         if pct is None or value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
-            raise _fail(source, f"{where}.{key} is {value!r}, expected seconds")
-        out[pct] = float(value) * 1000.0
+        seconds = finite(value)
+        if seconds is None or seconds < 0:
+            raise _fail(
+                source, f"{where}.{key} is {_shown(value)}, expected seconds (finite, >= 0)"
+            )
+        out[pct] = seconds * 1000.0
     return out
 
 
@@ -227,28 +244,32 @@ def _aggregate(doc: dict[str, Any], source: str) -> Run:
             f"no latency percentiles under {prefix!r} (looked for {', '.join(names)}); "
             "this does not look like an inference-perf report",
         )
-    count = successes.get("count")
-    if isinstance(count, bool) or not isinstance(count, int | float):
-        raise _fail(source, f"'successes.count' is {count!r}, expected a number of requests")
+    raw_count = successes.get("count")
+    count = finite(raw_count)
+    if count is None or count < 0:
+        raise _fail(
+            source,
+            f"'successes.count' is {_shown(raw_count)}, expected a number of requests",
+        )
     load = doc.get("load_summary") or {}
-    rate = load.get("requested_rate") if isinstance(load, dict) else None
+    rate = finite(load.get("requested_rate")) if isinstance(load, dict) else None
+    duration = finite(load.get("send_duration")) if isinstance(load, dict) else None
     stage = _STAGE.search(source.rsplit("/", 1)[-1])
     scenario = f"stage {stage.group(1)}" if stage else None
     meta: dict[str, str | float] = {"format": NAME, "side": side}
-    if isinstance(rate, int | float):
-        meta["requested_rate"] = float(rate)
+    if rate is not None:
+        meta["requested_rate"] = rate
         scenario = scenario or f"rate {rate:g}/s"
     failures = doc.get("failures") or {}
-    if isinstance(failures, dict) and isinstance(failures.get("count"), int | float):
-        meta["failures"] = float(failures["count"])
+    failed = finite(failures.get("count")) if isinstance(failures, dict) else None
+    if failed is not None:
+        meta["failures"] = failed
     return Run(
         source=source,
         n=0,
         summary=summary,
         summary_count=int(count),
         scenario=scenario,
-        duration_s=float(load["send_duration"])
-        if isinstance(load, dict) and isinstance(load.get("send_duration"), int | float)
-        else None,
+        duration_s=duration,
         meta=meta,
     )

@@ -2,8 +2,10 @@
 
 Per request (seconds): `ttft_s`, `end_to_end_latency_s`, token counts; a request with an
 `error_code` failed. LLMPerf keeps only each request's mean inter-token latency, so there is no
-ITL, only decode = total - TTFT. The summary yields a Run with `n == 0` and percentiles of TTFT,
-total and the per-request mean inter-token latency (as `tpot`).
+ITL, only decode = total - TTFT. The summary yields a Run with `n == 0` and percentiles of TTFT
+and total. Its `inter_token_latency_s` is left out: LLMPerf divides each request's end-to-end
+time (TTFT included) by its output tokens, which is neither TPOT ((total - TTFT) / (tokens - 1))
+nor a per-token gap.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ _SUMMARY_KEY = re.compile(rb'"results_(?:ttft_s|end_to_end_latency_s)_quantiles_
 _SUMMARY = {
     "ttft_s": ("ttft", "first_token"),
     "end_to_end_latency_s": ("total",),
-    "inter_token_latency_s": ("tpot",),
 }
 _QUANTILE = re.compile(r"results_(\w+?)_quantiles_p(\d{1,2}(?:\.\d+)?)")
 

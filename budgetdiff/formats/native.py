@@ -58,6 +58,10 @@ TOOL_KEYS = frozenset(
 _NUMBER = r"^\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|infinity|nan)\s*$"
 _NULL_TEXT = r"^\s*$"
 _FALSE_TEXT = frozenset({"", "false", "0", "no", "none", "null"})
+# A Parquet file is compressed: a few KB can hold millions of rows. Refuse before decompressing.
+MAX_PARQUET_ROWS = 50_000_000
+MAX_PARQUET_BYTES = 8 << 30  # uncompressed, summed over the row groups
+_PER_SECOND = {"s": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9}
 
 
 def fail(fmt: str, source: str, message: str) -> InputError:
@@ -158,9 +162,25 @@ class _Table:
         raise NotImplementedError
 
 
+def _twice(column: str, source: str) -> InputError:
+    return fail(
+        NAME,
+        source,
+        f"column {column!r} appears twice in the header; rename or drop one of them",
+    )
+
+
 class _ArrowTable(_Table):
-    def __init__(self, layout: str, table: pa.Table) -> None:
-        super().__init__(layout, list(table.column_names))
+    def __init__(self, layout: str, table: pa.Table, source: str) -> None:
+        names = [str(c).strip() for c in table.column_names]
+        seen: set[str] = set()
+        for name in names:
+            if name in seen and name:  # unnamed columns are never looked up
+                raise _twice(name, source)
+            seen.add(name)
+        if names != table.column_names:
+            table = table.rename_columns(names)
+        super().__init__(layout, names)
         self.table = table
         self.n = table.num_rows
 
@@ -170,9 +190,15 @@ class _ArrowTable(_Table):
 
 class _RowsTable(_Table):
     def __init__(self, layout: str, rows: list[dict[str, Any]], source: str) -> None:
-        columns: dict[str, None] = {}
-        for row in rows[:1000]:
-            columns.update(dict.fromkeys(row))
+        # every row counts: a key such as `error` often appears only on the failed rows
+        columns = dict.fromkeys(rows[0]) if rows else {}
+        keys: set[str] = set().union(*rows)
+        if len(keys) > len(columns):
+            for row in rows:
+                columns.update(dict.fromkeys(row))
+        if any(k != k.strip() for k in keys):
+            rows = [_stripped(row, source) for row in rows]
+            columns = dict.fromkeys(k.strip() for k in columns)
         super().__init__(layout, list(columns))
         self.rows = rows
         self.n = len(rows)
@@ -182,11 +208,73 @@ class _RowsTable(_Table):
         values = [row.get(column) for row in self.rows]
         try:
             return pa.array(values)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            # mixed kinds: strings where numbers are expected fail later with their row
-            return pa.array(
-                [v if v is None or isinstance(v, str | list) else str(v) for v in values]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            return _mixed(values, column, self.source)
+
+
+def _stripped(row: dict[str, Any], source: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        name = k.strip()
+        if name in out:
+            raise _twice(name, source)
+        out[name] = v
+    return out
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return repr(value)[:40]
+
+
+def _mixed(values: list[Any], column: str, source: str) -> pa.Array:
+    """A JSON column pyarrow cannot type by itself: per-row lists of numbers, else one value per
+    row as text (parsed, with its row named, where a number is wanted); else the row at fault."""
+    where = f"column {column!r}"
+    first = next((i for i, v in enumerate(values) if v is not None), 0)
+    if isinstance(values[first], list):
+        lists: list[list[float | None] | None] = []
+        for i, value in enumerate(values):
+            if value is None:
+                lists.append(None)
+                continue
+            if not isinstance(value, list):
+                raise fail(
+                    NAME,
+                    source,
+                    f"row {i + 1}, {where}: {_kind(value)} where row {first + 1} holds a list; "
+                    "write the same kind of value in every row",
+                )
+            lists.append([_list_item(x, i, j, where, source) for j, x in enumerate(value)])
+        return pa.array(lists, type=pa.list_(pa.float64()))
+    for i, value in enumerate(values):
+        if isinstance(value, dict | list):
+            raise fail(
+                NAME,
+                source,
+                f"row {i + 1}, {where}: {_kind(value)} where row {first + 1} holds a single "
+                "value; write one value per request in this column",
             )
+    return pa.array([v if v is None or isinstance(v, str) else str(v) for v in values])
+
+
+def _list_item(value: Any, row: int, item: int, where: str, source: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:
+            pass
+    raise fail(
+        NAME,
+        source,
+        f"row {row + 1}, {where}: item {item} ({_kind(value)}) is not a number a float can "
+        "hold; write the gaps as a list of numbers",
+    )
 
 
 def _first_byte(data: bytes) -> bytes:
@@ -218,10 +306,31 @@ def _load_parquet(data: bytes, source: str) -> _Table:
 
     try:
         # ParquetFile, not read_table: read_table imports pyarrow.dataset (0.24 s of start-up)
-        table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=True)
+        parquet = pq.ParquetFile(pa.BufferReader(data))
+        meta = parquet.metadata
+        rows = meta.num_rows
+        size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
     except (pa.ArrowException, OSError) as exc:
         raise fail(NAME, source, f"not a readable Parquet file ({exc}); re-export it") from exc
-    return _ArrowTable("parquet", table)
+    if rows > MAX_PARQUET_ROWS:
+        raise fail(
+            NAME,
+            source,
+            f"{rows:,} rows, more than budgetdiff reads ({MAX_PARQUET_ROWS:,}); write a random "
+            "sample of the requests (a few hundred thousand give the same percentiles)",
+        )
+    if size > MAX_PARQUET_BYTES:
+        raise fail(
+            NAME,
+            source,
+            f"{size / (1 << 30):.1f} GiB uncompressed, more than budgetdiff reads "
+            f"({MAX_PARQUET_BYTES >> 30} GiB); keep only the latency columns, or sample the rows",
+        )
+    try:
+        table = parquet.read(use_threads=True)
+    except (pa.ArrowException, OSError) as exc:
+        raise fail(NAME, source, f"not a readable Parquet file ({exc}); re-export it") from exc
+    return _ArrowTable("parquet", table, source)
 
 
 def _load_csv(data: bytes, source: str) -> _Table:
@@ -241,9 +350,14 @@ def _load_csv(data: bytes, source: str) -> _Table:
     except pa.ArrowInvalid as exc:
         msg = str(exc).splitlines()[0]
         if "Empty CSV file" in msg:
-            raise fail(
-                NAME, source, "the file is empty; write a header and one row per request"
-            ) from exc
+            # the data is not blank (checked before): a quote left open swallowed the header
+            why = (
+                'a double quote (") in line 1 is never closed, so the rest of the file reads as '
+                "one value; close or remove the quote"
+                if '"' in header_line
+                else "write a header line, then one row per request"
+            )
+            raise fail(NAME, source, f"no header row could be read: {why}") from exc
         raise fail(
             NAME,
             source,
@@ -261,7 +375,7 @@ def _load_csv(data: bytes, source: str) -> _Table:
                 f"not a readable {layout.upper()} table: row {row + 1}, column {name!r} holds "
                 "bytes that are not UTF-8; save the file as UTF-8",
             )
-    return _ArrowTable(layout, table)
+    return _ArrowTable(layout, table, source)
 
 
 def _utf8(value: bytes | None) -> bool:
@@ -290,6 +404,10 @@ def _load_json_array(data: bytes, source: str) -> _Table:
         raise fail(
             NAME, source, f"invalid JSON at line {exc.lineno} ({exc.msg}); fix or re-export it"
         ) from exc
+    except ValueError as exc:  # an integer literal longer than Python's digit limit
+        raise fail(NAME, source, f"{_huge(exc)}; write plain numbers") from None
+    except RecursionError:
+        raise fail(NAME, source, _DEEP) from None
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise fail(NAME, source, "a JSON table must be an array of objects, one per request")
     return _RowsTable("json", rows, source)
@@ -298,12 +416,14 @@ def _load_json_array(data: bytes, source: str) -> _Table:
 def _load_json_lines(data: bytes, source: str) -> _Table:
     import pyarrow.json as pajson
 
-    try:
-        table = pajson.read_json(pa.BufferReader(data))
-        if all(not pa.types.is_struct(t) for t in table.schema.types):
-            return _ArrowTable("jsonl", table)
-    except pa.ArrowInvalid:
-        pass  # mixed types across rows, NaN literals...: the stdlib path names the row
+    # pyarrow's JSON parser recurses: text nested some 10,000 deep crashes the process
+    if _nesting(data) <= _FLAT_DEPTH:
+        try:
+            table = pajson.read_json(pa.BufferReader(data))
+            if all(not pa.types.is_struct(t) for t in table.schema.types):
+                return _ArrowTable("jsonl", table, source)
+        except pa.ArrowInvalid:
+            pass  # mixed types across rows, NaN literals...: the stdlib path names the row
     text = _decode(data, source)
     rows: list[dict[str, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -315,10 +435,48 @@ def _load_json_lines(data: bytes, source: str) -> _Table:
             raise fail(
                 NAME, source, f"line {number}: invalid JSON ({exc.msg}); fix or remove the line"
             ) from exc
+        except ValueError as exc:  # an integer literal longer than Python's digit limit
+            raise fail(NAME, source, f"line {number}: {_huge(exc)}; write plain numbers") from None
+        except RecursionError:
+            raise fail(NAME, source, f"line {number}: {_DEEP}") from None
         if not isinstance(row, dict):
             raise fail(NAME, source, f"line {number}: expected one JSON object per line")
         rows.append(row)
     return _RowsTable("jsonl", rows, source)
+
+
+_FLAT_DEPTH = 64  # a row is 2 deep (an object holding lists); pyarrow crashes past ~10,000
+_NOT_SYNTAX = bytes(b for b in range(256) if b not in b'"[]{}\n')
+_STEP = np.zeros(256, dtype=np.int64)
+_STEP[list(b"[{")] = 1
+_STEP[list(b"]}")] = -1
+
+
+def _nesting(data: bytes) -> int:
+    """How deep the JSON text's brackets nest, brackets inside strings left out; an over-estimate
+    (never an under-estimate) for text that is not JSON."""
+    if b"\\" in data:  # escaped backslashes, then escaped quotes: the other quotes delimit strings
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    # a string without brackets leaves two adjacent quotes here: they change no bracket's side
+    syntax = np.frombuffer(data.translate(None, _NOT_SYNTAX).replace(b'""', b""), dtype=np.uint8)
+    if not len(syntax):
+        return 0
+    quote = syntax == ord('"')
+    inside = np.bitwise_xor.accumulate(quote.view(np.uint8)).view(bool)
+    # a JSON string never holds a raw newline: a line with an odd count of quotes is no JSON
+    if inside[-1] or inside[syntax == ord("\n")].any():
+        return len(syntax)
+    level = np.cumsum(_STEP[syntax[~(inside | quote)]])
+    if not len(level):
+        return 0
+    return int(max(level.max(), (level - np.minimum.accumulate(level)).max()))
+
+
+_DEEP = "nested too deeply to be a table; write one flat object per request"
+
+
+def _huge(exc: ValueError) -> str:
+    return f"a number with more digits than JSON numbers here may have ({exc})"
 
 
 # ---------------------------------------------------------------- columns -> arrays
@@ -338,8 +496,9 @@ def _as_float(table: _Table, column: str, source: str) -> FloatArray:
     if pa.types.is_null(kind):
         return np.full(len(arr), np.nan)
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
-        out = pc.fill_null(pc.cast(arr, pa.float64()), float("nan"))
-        return np.asarray(out.to_numpy(), dtype=np.float64)
+        # safe=False: an integer above 2**53 (epoch nanoseconds) rounds instead of failing
+        out = pc.fill_null(pc.cast(arr, pa.float64(), safe=False), float("nan"))
+        return np.asarray(out.to_numpy(zero_copy_only=False), dtype=np.float64)
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
         blank = pc.fill_null(pc.match_substring_regex(arr, _NULL_TEXT), True)
         ok = pc.or_(
@@ -378,9 +537,9 @@ def _itl(table: _Table, column: str, unit: str, source: str) -> tuple[Itl, bool]
         flat = arr.flatten()
         if not (pa.types.is_integer(flat.type) or pa.types.is_floating(flat.type)) and len(flat):
             raise fail(NAME, source, f"column {column!r}: the lists must hold numbers (ms gaps)")
+        floats = pc.cast(flat, pa.float64(), safe=False)
         values = np.asarray(
-            pc.fill_null(pc.cast(flat, pa.float64()), float("nan")).to_numpy(zero_copy_only=False),
-            dtype=np.float64,
+            pc.fill_null(floats, float("nan")).to_numpy(zero_copy_only=False), dtype=np.float64
         )
         return Itl(values=values * scale, offsets=offsets), False
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
@@ -411,19 +570,153 @@ def _itl(table: _Table, column: str, unit: str, source: str) -> tuple[Itl, bool]
     return Itl(values=values[has], offsets=offsets), True
 
 
-def _failed(table: _Table, column: str) -> np.ndarray[Any, np.dtype[np.bool_]]:
-    arr = table.get(column)
+def _decoded(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One array; dictionary-encoded columns as their values."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.cast(arr.type.value_type)
+    return arr
+
+
+def _text(arr: pa.Array, column: str, source: str) -> pa.Array:
+    """A binary column as UTF-8 text, or the row whose bytes are not UTF-8."""
+    try:
+        return pc.cast(arr, pa.string())
+    except pa.ArrowInvalid:
+        row = next((i for i, v in enumerate(arr.to_pylist()) if not _utf8(v)), 0)
+        raise fail(
+            NAME, source, f"row {row + 1}, column {column!r}: bytes that are not UTF-8 text"
+        ) from None
+
+
+def _failed(table: _Table, column: str, source: str) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    arr = _decoded(table.get(column))
     kind = arr.type
     if pa.types.is_null(kind):
         return np.zeros(len(arr), dtype=bool)
     if pa.types.is_boolean(kind):
         return np.asarray(pc.fill_null(arr, False).to_numpy(zero_copy_only=False), dtype=bool)
-    if pa.types.is_integer(kind) or pa.types.is_floating(kind):
-        filled = pc.fill_null(pc.cast(arr, pa.float64()), 0.0).to_numpy(zero_copy_only=False)
-        return np.asarray(filled != 0, dtype=bool)
-    text = pc.utf8_lower(pc.utf8_trim_whitespace(pc.cast(arr, pa.string())))
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
+        floats = pc.fill_null(pc.cast(arr, pa.float64(), safe=False), 0.0)
+        return np.asarray(floats.to_numpy(zero_copy_only=False) != 0, dtype=bool)
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        arr = _text(arr, column, source)
+    elif not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        raise fail(
+            NAME,
+            source,
+            f"column {column!r} holds {kind}; write the error as text, true/false or a status "
+            "code (empty, false or 0 for a request that succeeded)",
+        )
+    text = pc.utf8_lower(pc.utf8_trim_whitespace(arr))
     benign = pc.or_kleene(pc.is_null(text), pc.is_in(text, value_set=pa.array(sorted(_FALSE_TEXT))))
     return ~np.asarray(benign.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _request_ids(table: _Table, source: str) -> np.ndarray[Any, np.dtype[np.str_]]:
+    arr = _decoded(table.get("request_id"))
+    kind = arr.type
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
+        arr = _text(arr, "request_id", source)
+    elif not (
+        pa.types.is_null(kind)
+        or pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_integer(kind)
+    ):
+        raise fail(
+            NAME,
+            source,
+            f"column 'request_id' holds {kind}; write one id (text or an integer) per request",
+        )
+    ids = pc.fill_null(pc.cast(arr, pa.string()), "")
+    return np.asarray(ids.to_numpy(zero_copy_only=False), dtype=str)
+
+
+def _relative_seconds(ints: pa.Array, per_second: float, source: str) -> FloatArray:
+    """Integer time stamps as float seconds since the earliest: subtracted while still exact."""
+    low = pc.min(ints)
+    try:
+        since = pc.subtract_checked(ints, low) if low.is_valid else ints
+    except pa.ArrowInvalid:
+        raise fail(
+            NAME, source, "column 'start_time': the times span more than an int64 can hold"
+        ) from None
+    floats = pc.fill_null(pc.cast(since, pa.float64(), safe=False), float("nan"))
+    return np.asarray(floats.to_numpy(zero_copy_only=False), dtype=np.float64) / per_second
+
+
+def _start_times(table: _Table, source: str) -> FloatArray:
+    """`start_time` in seconds (any origin): numbers, timestamps or dates, or ISO 8601 text."""
+    arr = _decoded(table.get("start_time"))
+    kind = arr.type
+    if pa.types.is_timestamp(kind):
+        return _relative_seconds(pc.cast(arr, pa.int64()), _PER_SECOND[kind.unit], source)
+    if pa.types.is_date32(kind):
+        return _relative_seconds(pc.cast(pc.cast(arr, pa.int32()), pa.int64()), 1 / 86400, source)
+    if pa.types.is_integer(kind):
+        return _relative_seconds(arr, 1.0, source)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        blank = pc.fill_null(pc.match_substring_regex(arr, _NULL_TEXT), True)
+        number = pc.fill_null(pc.match_substring_regex(arr, _NUMBER, ignore_case=True), False)
+        if not pc.all(pc.or_(blank, number)).as_py():
+            return _iso_times(arr, blank, number, source)
+    return _as_float(table, "start_time", source)
+
+
+def _iso_times(arr: pa.Array, blank: pa.Array, number: pa.Array, source: str) -> FloatArray:
+    """ISO 8601 text as seconds; else the row that is neither a number nor such a time."""
+    text = pc.if_else(blank, pa.scalar(None, pa.string()), pc.utf8_trim_whitespace(arr))
+    for zone in (None, "UTC"):  # naive times, else times with a zone offset
+        try:
+            stamps = pc.cast(text, pa.timestamp("ns", tz=zone))
+        except pa.ArrowInvalid:
+            continue
+        return _relative_seconds(pc.cast(stamps, pa.int64()), 1e9, source)
+    numeric = np.asarray(number.to_numpy(zero_copy_only=False), dtype=bool)
+    for i, value in enumerate(text.to_pylist()):
+        if value is None or numeric[i] or _iso(value):
+            continue
+        raise fail(
+            NAME,
+            source,
+            f"row {i + 1}, column 'start_time': {value[:40]!r} is neither seconds nor an ISO "
+            "8601 time (such as 2024-05-01T12:00:00.250Z); write one of them in every row",
+        )
+    mix = (
+        f"seconds (row {_first_true(numeric) + 1}) with ISO 8601 times"
+        if numeric.any()
+        else "ISO 8601 times with and without a zone offset"
+    )
+    raise fail(NAME, source, f"column 'start_time' mixes {mix}; write the same kind in every row")
+
+
+def _iso(value: str) -> bool:
+    for zone in (None, "UTC"):
+        try:
+            pc.cast(pa.array([value]), pa.timestamp("ns", tz=zone))
+        except pa.ArrowInvalid:
+            continue
+        return True
+    return False
+
+
+def _check_itl(itl: Itl, ok: np.ndarray[Any, np.dtype[np.bool_]], column: str, source: str) -> None:
+    """Every gap >= 0, and finite in a request that succeeded; else the row it is on."""
+    values = itl.values
+    owner = np.repeat(np.arange(len(itl.offsets) - 1), np.diff(itl.offsets))
+    with np.errstate(invalid="ignore"):
+        bad = (values < 0) | (~np.isfinite(values) & ok[owner])
+    if bad.any():
+        k = _first_true(bad)
+        raise fail(
+            NAME,
+            source,
+            f"row {int(owner[k]) + 1}, column {column!r}: inter-token gap {values[k]:g} (gap "
+            f"{k - int(itl.offsets[owner[k]])}); a gap is a finite number >= 0, or mark the "
+            "request failed with a non-empty `error` column",
+        )
 
 
 def _find(table: _Table, base: str) -> str | None:
@@ -505,7 +798,7 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     ok = np.ones(n, dtype=bool)
     has_error = "error" in table.columns
     if has_error:
-        ok = ~_failed(table, "error")
+        ok = ~_failed(table, "error", source)
 
     slices: dict[str, FloatArray] = {}
     for name, column, unit in _slice_columns(table, source, options):
@@ -536,27 +829,13 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
         itl, scalar = _itl(table, itl_column, unit_of(itl_column), source)
         if scalar:
             meta["itl"] = "one value per request (a per-request mean), not per-token gaps"
-        if (itl.values < 0).any():
-            raise fail(NAME, source, f"column {itl_column!r}: negative inter-token latency")
+        _check_itl(itl, ok, itl_column, source)
 
     def numeric(column: str) -> FloatArray | None:
         return _as_float(table, column, source) if column in table.columns else None
 
-    request_id = None
-    if "request_id" in table.columns:
-        ids = table.get("request_id")
-        request_id = np.asarray(
-            pc.fill_null(pc.cast(ids, pa.string()), "").to_numpy(zero_copy_only=False), dtype=str
-        )
-    start_time = None
-    if "start_time" in table.columns:
-        stamps = table.get("start_time")
-        if pa.types.is_timestamp(stamps.type):
-            nanos = pc.cast(pc.cast(stamps, pa.timestamp("ns")), pa.int64())
-            start_time = _as_float(_ArrowTable(table.layout, pa.table({"t": nanos})), "t", source)
-            start_time = start_time / 1e9
-        else:
-            start_time = _as_float(table, "start_time", source)
+    request_id = _request_ids(table, source) if "request_id" in table.columns else None
+    start_time = _start_times(table, source) if "start_time" in table.columns else None
     return [
         Run(
             source=source,

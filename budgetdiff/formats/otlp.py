@@ -14,6 +14,7 @@ The file is one `ExportTraceServiceRequest` ({"resourceSpans": [...]}) or JSON L
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ REQUEST_ID = "gen_ai.request.id"
 PROMPT_TOKENS = ("gen_ai.usage.prompt_tokens", "gen_ai.usage.input_tokens")
 COMPLETION_TOKENS = ("gen_ai.usage.completion_tokens", "gen_ai.usage.output_tokens")
 STATUS_ERROR = 2
+_MAX_NANOS = 2**64  # OTLP times are fixed64
 
 
 def _fail(source: str, message: str) -> InputError:
@@ -69,7 +71,10 @@ def _value(value: Any, source: str, where: str) -> Any:
         if kind == "intValue":
             if isinstance(raw, bool) or not isinstance(raw, int | str):
                 raise ValueError
-            return int(raw)
+            out = int(raw)
+            if not -(2**63) <= out < 2**63:  # OTLP's intValue is an int64
+                raise ValueError
+            return out
         if kind == "doubleValue":
             if isinstance(raw, bool) or not isinstance(raw, int | float | str):
                 raise ValueError
@@ -78,9 +83,11 @@ def _value(value: Any, source: str, where: str) -> Any:
             if not isinstance(raw, bool):
                 raise ValueError
             return raw
-    except ValueError:
+    except (ValueError, OverflowError):
         raise _fail(
-            source, f"{where}: {kind} {raw!r} is not valid; OTLP/JSON writes numbers there"
+            source,
+            f"{where}: {kind} {_shown(raw)} is not valid; OTLP/JSON writes an int64 or a double "
+            "there",
         ) from None
     return raw  # arrayValue, kvlistValue, bytesValue: kept opaque
 
@@ -92,11 +99,20 @@ def _nanos(span: dict[str, Any], key: str, source: str, where: str) -> int:
     try:
         if isinstance(raw, bool) or not isinstance(raw, int | str):
             raise ValueError
-        return int(raw)
+        out = int(raw)
+        if not 0 <= out < _MAX_NANOS:
+            raise ValueError
+        return out
     except ValueError:
         raise _fail(
-            source, f"{where}: {key} {raw!r} is not an integer (unix nanoseconds)"
+            source,
+            f"{where}: {key} {_shown(raw)} is not unix nanoseconds (an integer from 0 to 2**64)",
         ) from None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 @dataclass
@@ -119,14 +135,14 @@ def _documents(data: bytes, source: str) -> list[dict[str, Any]]:
     if not text.strip():
         raise _fail(source, "the file is empty; export traces as OTLP/JSON")
     try:
-        docs: list[Any] = [json.loads(text)]
+        docs: list[Any] = [_loads(text, source, "")]
     except json.JSONDecodeError as whole:
         docs = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
-                docs.append(json.loads(line))
+                docs.append(_loads(line, source, f"line {number}: "))
             except json.JSONDecodeError as exc:
                 raise _fail(
                     source,
@@ -141,6 +157,18 @@ def _documents(data: bytes, source: str) -> list[dict[str, Any]]:
                 "(ExportTraceServiceRequest), choose another --format for other files",
             )
     return docs
+
+
+def _loads(text: str, source: str, where: str) -> Any:
+    """One JSON document; a JSONDecodeError passes (the caller tries JSON Lines next)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # an integer literal longer than Python's digit limit
+        raise _fail(source, f"{where}a number too long to read ({exc})") from None
+    except RecursionError:
+        raise _fail(source, f"{where}nested too deeply to be an OTLP export") from None
 
 
 def _spans(docs: list[dict[str, Any]], source: str) -> list[tuple[str, dict[str, Any]]]:
@@ -181,8 +209,8 @@ def _number(attrs: dict[str, Any], keys: tuple[str, ...]) -> float:
     for key in keys:
         value = attrs.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    return float("nan")
+            return float(value) if math.isfinite(value) else math.nan
+    return math.nan
 
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
@@ -225,8 +253,10 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
         for key, value in latency.items():
             if not isinstance(value, int | float) or isinstance(value, bool):
                 raise _fail(source, f"{where} attribute {key!r}: expected seconds as a number")
-            if value < 0:
-                raise _fail(source, f"{where} attribute {key!r}: negative latency ({value})")
+            if not (math.isfinite(value) and value >= 0):
+                raise _fail(
+                    source, f"{where} attribute {key!r}: {value} is not a latency (finite, >= 0)"
+                )
             req.values[GEN_AI_LATENCY[key]] = float(value) * 1000.0
         requests.append(req)
         by_trace.setdefault(trace, []).append(req)

@@ -78,7 +78,26 @@ def _float(text: str, source: str, number: int) -> float:
     try:
         return float(text)
     except ValueError:
-        raise _fail(source, f"line {number}: {text!r} is not a number") from None
+        raise _fail(source, f"line {number}: {text[:40]!r} is not a number") from None
+
+
+def _count(text: str, source: str, number: int) -> float:
+    """A bucket or request count: finite and >= 0."""
+    value = _float(text, source, number)
+    if not (math.isfinite(value) and value >= 0):
+        raise _fail(source, f"line {number}: count {text[:40]!r} must be a finite number >= 0")
+    return value
+
+
+def _bound(text: str, source: str, number: int) -> float:
+    """A bucket's `le`: a finite number of seconds >= 0, or +Inf."""
+    value = _float(text, source, number)
+    if not (value >= 0 and (math.isfinite(value) or value == math.inf)):
+        raise _fail(
+            source,
+            f'line {number}: le="{text[:40]}" must be a finite number of seconds >= 0 or "+Inf"',
+        )
+    return value
 
 
 def _namespace_free(metric: str) -> str:
@@ -123,12 +142,17 @@ def parse(
             counts.pop(target, None)
             created.pop(target, None)
         chosen[target] = base
-        value = _float(value_text, source, number)
+        if suffix in ("_bucket", "_count"):
+            value = _count(value_text, source, number)
+        else:
+            value = _float(value_text, source, number)
+            if not math.isfinite(value):
+                raise _fail(source, f"line {number}: {value_text[:40]!r} must be finite")
         if suffix == "_bucket":
             labels = _labels(label_text or "{}", source, number)
             if "le" not in labels:
                 raise _fail(source, f"line {number}: a _bucket sample without an 'le' label")
-            le = _float(labels["le"], source, number)
+            le = _bound(labels["le"], source, number)
             per = buckets.setdefault(target, {})
             per[le] = per.get(le, 0.0) + value
         elif suffix == "_created":
@@ -137,12 +161,17 @@ def parse(
             sums[target] = sums.get(target, 0.0) + value * 1000.0
         else:
             counts[target] = counts.get(target, 0.0) + value
+    for target, total in sums.items():
+        if not math.isfinite(total):
+            raise _fail(source, f"the _sum of {chosen[target]!r} is past what a float holds")
     histograms: dict[str, Histogram] = {}
     for target, per in buckets.items():
         bounds = np.array(sorted(per), dtype=np.float64)
         if not math.isinf(bounds[-1]):
             raise _fail(source, f'the histogram for {chosen[target]!r} has no le="+Inf" bucket')
-        cumulative = np.array([per[b] for b in bounds], dtype=np.float64)
+        cumulative = np.array([per[b] for b in sorted(per)], dtype=np.float64)
+        if not np.isfinite(cumulative).all():
+            raise _fail(source, f"the buckets of {chosen[target]!r} sum past what a float holds")
         if (np.diff(cumulative) < -1e-9).any():
             raise _fail(
                 source,
