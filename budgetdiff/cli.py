@@ -134,7 +134,11 @@ def cmd_rebudget(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) 
             f"{', '.join(measured)}"
         )
     proposal = c.rebudget
-    assert proposal is not None
+    if proposal is None:
+        raise InputError(
+            f"{args.head[0]}: re-budgeting needs one row per request (the tail contributions); "
+            "this file holds only aggregates: pass the tool's per-request file"
+        )
     from budgetdiff.render.numbers import ms
     from budgetdiff.render.text import plain
 
@@ -232,12 +236,17 @@ def _evaluate(
     from budgetdiff.prepare import Prepared, prepare
     from budgetdiff.report import Report, Scenario
 
-    pairs = runs_match(base, head) if base is not None else [(None, h) for h in head]
-    scenarios = []
+    pairs, base_only = (
+        runs_match(base, head) if base is not None else ([(None, h) for h in head], [])
+    )
+    scenarios: list[Scenario] = []
     for b, h in pairs:
         missing = no_base
         if base is not None and b is None:
             missing = f"scenario {h.scenario!r} is in head but not in base: nothing to compare"
+        elif b is not None and b.n and not b.succeeded.any():
+            missing = f"{b.source}: every base request failed: nothing to compare against"
+            b = None
         if h.per_request and (b is None or b.per_request):
             c = compare(prepare(b, budget) if b is not None else None, prepare(h, budget), budget)
         else:
@@ -247,7 +256,8 @@ def _evaluate(
                 return prepare(run, budget) if run.per_request else run
 
             c = compare_aggregate(side(b) if b is not None else None, side(h), budget)
-        findings, verdict = judge(c, budget, fail_on, no_base=missing)
+        gone = [r.scenario or "default" for r in base_only] if not scenarios else []
+        findings, verdict = judge(c, budget, fail_on, no_base=missing, base_only=gone)
         scenarios.append(Scenario(c, tuple(findings), verdict))
     mode = "compare" if base is not None or no_base is not None else "check"
     return Report(id=args.id, mode=mode, scenarios=tuple(scenarios))

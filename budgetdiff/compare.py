@@ -12,8 +12,8 @@ import numpy as np
 
 from budgetdiff import attribution, rebudget, stats
 from budgetdiff.budget import Budget
-from budgetdiff.prepare import Prepared
-from budgetdiff.table import FloatArray, Run
+from budgetdiff.prepare import Prepared, material
+from budgetdiff.table import UNATTRIBUTED, FloatArray, Run
 
 OTHER_PERCENTILES = (50.0, 90.0, 99.0)
 # Rows of the SLO table, in order, with how a reader should name them.
@@ -93,14 +93,31 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
     p = budget.percentile
     pairs = _pairs(base, head) if base is not None else None
     names = _metric_names(head, base)
-    slice_names = list(head.slices)
+    notes = list(head.notes)
+    if base is not None:
+        notes += [n for n in base.notes if n not in notes]
+    common = [s for s in head.slices if s != UNATTRIBUTED and (base is None or s in base.slices)]
+    if base is not None:
+        only = {
+            side: [s for s in a.slices if s != UNATTRIBUTED and s not in b.slices]
+            for side, a, b in (("base", base, head), ("head", head, base))
+        }
+        if only["base"] or only["head"]:
+            notes.append(
+                "base and head have different slices ("
+                + "; ".join(f"only in {k}: {', '.join(v)}" for k, v in only.items() if v)
+                + f"): their time is counted as {UNATTRIBUTED!r}"
+            )
+    head_parts = _parts(head, common)
+    base_parts = _parts(base, common) if base is not None else {}
+    slice_names = list(head_parts)
     targets = budget.slo.targets()
 
     raw: list[tuple[str, str, FloatArray | None, FloatArray | None]] = []
     for m in names:
         raw.append(("slo", m, _values(base, m), _values(head, m)))
     for s in slice_names:
-        raw.append(("slice", s, base.slices.get(s) if base else None, head.slices[s]))
+        raw.append(("slice", s, base_parts.get(s) if base else None, head_parts[s]))
 
     tested = [i for i, r in enumerate(raw) if r[2] is not None and r[3] is not None]
     changes: dict[int, stats.Change] = {}
@@ -122,20 +139,21 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
     )
     verdicts = dict(zip(tested, decided, strict=True))
 
-    contrib_head = attribution.tail_contributions(head.slices, _slice_sum(head), p)
+    served = len(head.metrics["total"]) > 0  # every head request may have failed
+    contrib_head = attribution.tail_contributions(head_parts, _sum(head_parts), p) if served else {}
     shares = attribution.tail_shares(contrib_head)
     tail_change: dict[str, float] = {}
     total_tail_change: float | None = None
-    if base is not None:
-        if pairs is not None and len(slice_names) <= 10:
+    if base is not None and served:
+        if pairs is not None and len(set(base_parts) | set(head_parts)) <= 10:
             ib, ih = pairs
             tail_change = attribution.shapley_change(
-                {s: base.slices[s][ib] for s in slice_names if s in base.slices},
-                {s: head.slices[s][ih] for s in slice_names},
+                {s: x[ib] for s, x in base_parts.items()},
+                {s: x[ih] for s, x in head_parts.items()},
                 p,
             )
         else:
-            contrib_base = attribution.tail_contributions(base.slices, _slice_sum(base), p)
+            contrib_base = attribution.tail_contributions(base_parts, _sum(base_parts), p)
             tail_change = attribution.tail_change(contrib_base, contrib_head)
         total_tail_change = float(sum(tail_change.values()))
 
@@ -166,7 +184,7 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
         headline = attribution.headline(total_row.delta_ms, tail_change, p)
 
     proposal = None
-    if budget.slices:
+    if budget.slices and served:
         measured = {r.name: r.head_ms for r in slice_rows if r.head_ms is not None}
         proposal = rebudget.propose(budget, measured, contrib_head)
     tokens = head.run.output_tokens
@@ -181,9 +199,12 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
         else None,
     )
 
-    notes = list(head.notes)
-    if base is not None:
-        notes += [n for n in base.notes if n not in notes]
+    for r in rows:
+        if r.change == "none" and r.ci_ms is not None and (r.ci_ms[0] > 0 or r.ci_ms[1] < 0):
+            notes.append(
+                f"{r.label}: its interval excludes 0, but not once all {len(tested)} rows are "
+                "tested together (Holm): counted as no significant change"
+            )
     if pairs is not None:
         notes.append(f"paired by request id: {len(pairs[0])} requests ran in both")
     if base is not None and total_tail_change is not None and pairs is None:
@@ -292,11 +313,23 @@ def _metric_names(head: Prepared, base: Prepared | None) -> list[str]:
     return [m for m in METRIC_LABELS if m in have]
 
 
-def _slice_sum(prep: Prepared) -> FloatArray:
-    out = np.zeros(len(prep.metrics["total"]))
-    for v in prep.slices.values():
-        out = out + v
-    return out
+def _parts(prep: Prepared, names: list[str]) -> dict[str, FloatArray]:
+    """The slices that split each request's total: `names`, and `unattributed` for the signed
+    rest of the measured total when it is more than rounding (slices missing, or overlapping)."""
+    parts = {s: prep.slices[s] for s in names}
+    total = prep.metrics["total"]
+    rest = total - _sum(parts)
+    if UNATTRIBUTED in prep.slices or (len(rest) and float(np.max(np.abs(rest))) > material(total)):
+        parts[UNATTRIBUTED] = rest
+    return parts
+
+
+def _sum(parts: dict[str, FloatArray]) -> FloatArray:
+    """Per-request sum in the fixed slice order, so equal operands give bit-equal sums."""
+    out: FloatArray | None = None
+    for v in parts.values():
+        out = v.copy() if out is None else out + v
+    return out if out is not None else np.zeros(0)
 
 
 def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | None:
@@ -304,7 +337,11 @@ def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | No
     a, b = base.request_id, head.request_id
     if a is None or b is None or len(a) < 2 or len(b) < 2:
         return None
+    if not (a != "").all() or not (b != "").all():  # blank ids name no request
+        return None
     if len(a) == len(b) and bool(np.array_equal(a, b)):
+        if len(np.unique(a)) != len(a):
+            return None
         idx = np.arange(len(a))
         return idx, idx
     # a cheap look first: fresh ids per run (the common case) must not cost a full join
@@ -320,7 +357,7 @@ def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | No
 def _side(prep: Prepared, budget: Budget) -> Side:
     conf = budget.regression.confidence
     att = stats.attainment(prep.good, conf) if prep.good is not None else None
-    duration = prep.run.duration_s
+    duration = prep.duration_s
     return Side(
         source=prep.run.source,
         requests=prep.requests,
@@ -348,11 +385,21 @@ def _not_comparable(base: Prepared, head: Prepared) -> list[str]:
         if xb is None or xh is None:
             continue
         mb, mh = _finite_mean(xb), _finite_mean(xh)
-        if mb and mh and abs(mh - mb) / mb > 0.10:
+        if mb and mh and abs(mh - mb) / mb > 0.10 and _clearly_apart(xb, xh):
             reasons.append(
                 f"mean {label} differs: base {mb:.0f} tokens, head {mh:.0f} ({(mh / mb - 1):+.0%})"
             )
     return reasons
+
+
+def _clearly_apart(a: FloatArray, b: FloatArray) -> bool:
+    """The means differ beyond noise (Welch z > 3, at least 30 requests a side): a workload
+    that differs by chance in a small sample is not a different workload."""
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if len(a) < 30 or len(b) < 30:
+        return False
+    se = float(np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b)))
+    return se == 0.0 or abs(float(a.mean() - b.mean())) / se > 3.0
 
 
 def _finite_mean(x: FloatArray) -> float | None:
@@ -360,9 +407,23 @@ def _finite_mean(x: FloatArray) -> float | None:
     return float(f.mean()) if len(f) else None
 
 
-def runs_match(base: list[Run], head: list[Run]) -> list[tuple[Run | None, Run]]:
-    """Pair scenarios of base and head by name (their load settings); a lone pair always pairs."""
+def runs_match(base: list[Run], head: list[Run]) -> tuple[list[tuple[Run | None, Run]], list[Run]]:
+    """Pair the scenarios of base and head: by name, else by load settings (a file with one run
+    leaves it unnamed); a lone pair always pairs. Also the base scenarios head lacks."""
     if len(base) == 1 and len(head) == 1:
-        return [(base[0], head[0])]
-    by_name = {r.scenario: r for r in base}
-    return [(by_name.get(h.scenario), h) for h in head]
+        return [(base[0], head[0])], []
+    left = list(base)
+    pairs: list[tuple[Run | None, Run]] = []
+    for h in head:
+        match = next(
+            (b for b in left if h.scenario is not None and b.scenario == h.scenario), None
+        ) or next((b for b in left if _load(b) == _load(h) != (None, None)), None)
+        if match is not None:
+            left.remove(match)
+        pairs.append((match, h))
+    return pairs, left
+
+
+def _load(run: Run) -> tuple[object, object]:
+    meta = run.meta
+    return meta.get("concurrency"), meta.get("rate", meta.get("requested_rate"))

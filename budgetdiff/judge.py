@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -11,8 +11,6 @@ from budgetdiff.budget import Budget
 from budgetdiff.compare import Comparison, Row
 from budgetdiff.render.numbers import ms, pct, signed_ms
 
-# Kinds a budget's `fail_on` does not name but that stand for a regression the gate must not miss.
-GOVERNED_BY_REGRESSION = ("failure_rate", "not_comparable")
 VERDICT_ORDER = {"pass": 0, "warn": 1, "fail": 2}
 
 
@@ -24,24 +22,44 @@ class Finding:
     message: str
 
 
+@dataclass(frozen=True)
+class _Raw:
+    kind: str
+    subject: str
+    message: str
+    # the `fail_on` kind that decides whether it fails: its own kind, a regression-like kind
+    # the budget cannot name (a higher failure rate), or None for a finding that only informs
+    gate: str | None = ""
+
+
 def judge(
-    c: Comparison | None, budget: Budget, fail_on: Iterable[str], *, no_base: str | None = None
+    c: Comparison | None,
+    budget: Budget,
+    fail_on: Iterable[str],
+    *,
+    no_base: str | None = None,
+    base_only: Sequence[str] = (),
 ) -> tuple[list[Finding], str]:
     """Findings for one scenario, and its verdict (pass, warn or fail)."""
     fail = set(fail_on)
-    raw: list[tuple[str, str, str]] = []
+    raw: list[_Raw] = []
     if no_base is not None:
-        raw.append(("no_base", "base", no_base))
+        raw.append(_Raw("no_base", "base", no_base))
+    for name in base_only:
+        raw.append(
+            _Raw(
+                "scenario_missing",
+                name,
+                f"scenario {name!r} is in base but not in "
+                "head: it was not run, so it was not compared",
+                None,
+            )
+        )
     if c is not None:
         raw += _findings(c, budget)
     findings = [
-        Finding(
-            kind,
-            subject,
-            kind in fail or (kind in GOVERNED_BY_REGRESSION and "regression" in fail),
-            message,
-        )
-        for kind, subject, message in raw
+        Finding(r.kind, r.subject, (r.kind if r.gate == "" else r.gate) in fail, r.message)
+        for r in raw
     ]
     verdict = "fail" if any(f.fails for f in findings) else "warn" if findings else "pass"
     return findings, verdict
@@ -51,13 +69,33 @@ def worst(verdicts: Iterable[str]) -> str:
     return max(verdicts, key=VERDICT_ORDER.__getitem__, default="pass")
 
 
-def _findings(c: Comparison, budget: Budget) -> list[tuple[str, str, str]]:
+def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
     p = f"p{c.percentile:g}"
-    out: list[tuple[str, str, str]] = []
+    out: list[_Raw] = []
+    if c.head.requests and c.head.failed == c.head.requests:
+        out.append(
+            _Raw(
+                "breach",
+                "requests",
+                f"every one of the {c.head.requests:,} head requests failed: no SLO holds",
+            )
+        )
+    measured = {r.name for r in c.slo}
+    for name in budget.slo.targets():
+        if name not in measured:
+            out.append(
+                _Raw(
+                    "unmeasured",
+                    name,
+                    f"the budget sets a {name} target, but this data "
+                    f"cannot give {name}: it is not checked",
+                    None,
+                )
+            )
     slice_total = sum(s.budget for s in budget.slices.values())
     if budget.slo.total is not None and budget.slices and slice_total > budget.slo.total:
         out.append(
-            (
+            _Raw(
                 "overallocated",
                 "budget",
                 f"the slice budgets add up to {ms(slice_total)}, "
@@ -69,7 +107,7 @@ def _findings(c: Comparison, budget: Budget) -> list[tuple[str, str, str]]:
     for r in c.slo:
         if r.status == "breach":
             out.append(
-                (
+                _Raw(
                     "breach",
                     r.name,
                     f"{p} {r.label} is {ms(r.head_ms)}, over its "
@@ -78,7 +116,7 @@ def _findings(c: Comparison, budget: Budget) -> list[tuple[str, str, str]]:
             )
         elif r.status == "low_headroom":
             out.append(
-                (
+                _Raw(
                     "low_headroom",
                     r.name,
                     f"{p} {r.label} is {ms(r.head_ms)}: only "
@@ -88,7 +126,7 @@ def _findings(c: Comparison, budget: Budget) -> list[tuple[str, str, str]]:
     for r in c.slices:
         if r.over_budget:
             out.append(
-                (
+                _Raw(
                     "over_budget",
                     r.name,
                     f"{p} {r.name} is {ms(r.head_ms)}, over its "
@@ -98,8 +136,9 @@ def _findings(c: Comparison, budget: Budget) -> list[tuple[str, str, str]]:
     rows = [*c.slo, *c.slices]
     regressed = [r for r in rows if r.change == "regression"]
     if c.not_comparable and regressed:
+        # a regression that may only be a different load: it still fails like a regression
         out.append(
-            (
+            _Raw(
                 "not_comparable",
                 "workload",
                 "base and head ran different workloads ("
@@ -107,17 +146,19 @@ def _findings(c: Comparison, budget: Budget) -> list[tuple[str, str, str]]:
                 + "): the changes of "
                 + ", ".join(r.label for r in regressed)
                 + " may be the load, not the code; rerun both with the same load",
+                "regression",
             )
         )
     else:
         for r in regressed:
-            out.append(("regression", r.name, _regression_message(r, p)))
+            out.append(_Raw("regression", r.name, _regression_message(r, p)))
         if c.not_comparable:
             out.append(
-                (
+                _Raw(
                     "not_comparable",
                     "workload",
                     "base and head ran different workloads: " + "; ".join(c.not_comparable),
+                    None,
                 )
             )
     inconclusive = [r for r in rows if r.change == "inconclusive"]
@@ -129,11 +170,11 @@ def _findings(c: Comparison, budget: Budget) -> list[tuple[str, str, str]]:
             if need
             else "no per-request data for an interval"
         )
-        out.append(("inconclusive", names, f"{names}: {why}; the gate cannot tell"))
-    if c.base is not None and c.head.failed:
-        out.append(_failure_rate(c))
+        out.append(_Raw("inconclusive", names, f"{names}: {why}; the gate cannot tell", None))
+    if c.base is not None and c.head.failed and c.head.failed < c.head.requests:
+        out.append(_failure_rate(c, budget.regression.confidence))
     for message in c.feasibility:
-        out.append(("infeasible", "slo", message))
+        out.append(_Raw("infeasible", "slo", message, None))
     return out
 
 
@@ -148,16 +189,18 @@ def _regression_message(r: Row, p: str) -> str:
     )
 
 
-def _failure_rate(c: Comparison) -> tuple[str, str, str]:
+def _failure_rate(c: Comparison, confidence: float) -> _Raw:
     """Failed requests always show; a significantly higher failure rate fails like a regression."""
     assert c.base is not None
     fb, nb, fh, nh = c.base.failed, c.base.requests, c.head.failed, c.head.requests
     rb, rh = fb / nb if nb else 0.0, fh / nh if nh else 0.0
     pooled = (fb + fh) / (nb + nh)
     se = math.sqrt(pooled * (1 - pooled) * (1 / nb + 1 / nh)) if nb and nh else 0.0
-    significant = se > 0 and (rh - rb) / se > NormalDist().inv_cdf(0.975)
+    significant = se > 0 and (rh - rb) / se > NormalDist().inv_cdf((1 + confidence) / 2)
     message = (
         f"{fh} of {nh} requests failed at head ({100 * rh:.1f}%), "
         f"{fb} of {nb} at base ({100 * rb:.1f}%)"
     )
-    return ("failure_rate" if significant else "failures", "requests", message)
+    if significant:  # the budget cannot name it: a higher failure rate fails as a regression
+        return _Raw("failure_rate", "requests", message, "regression")
+    return _Raw("failures", "requests", message, None)

@@ -13,7 +13,7 @@ import numpy as np
 
 from budgetdiff.budget import Budget
 from budgetdiff.errors import InputError
-from budgetdiff.table import UNATTRIBUTED, FloatArray, Run
+from budgetdiff.table import KNOWN_SLICES, UNATTRIBUTED, FloatArray, Run
 
 _A = TypeVar("_A", bound="np.ndarray[Any, Any]")
 
@@ -33,17 +33,13 @@ class Prepared:
     requests: int  # all requests, failed included
     failed: int
     good: np.ndarray | None = None  # per request (all of them): met every per-request target
+    duration_s: float | None = None  # benchmark time: the input's, or first start to last end
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
 def prepare(run: Run, budget: Budget) -> Prepared:
     """Check the run has the budget's slices, derive the rest, keep the succeeded requests."""
-    ok = run.succeeded
-    if run.n and not ok.any():
-        raise InputError(
-            f"{run.source}: every one of the {run.n} requests failed; there is no latency to "
-            "compare (check the benchmark's `error` column)"
-        )
+    ok = run.succeeded  # every request may have failed: that is a finding, not bad input
     # `unattributed` is computed, never read: a budget may name it (rebudget --write adds it)
     wanted = [s for s in budget.slices if s != UNATTRIBUTED] or list(run.slices)
     missing = [s for s in wanted if s not in run.slices]
@@ -68,7 +64,9 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     notes: list[str] = []
     slice_sum = _sum(slices, len(kept))
     total = pick(run.total) if run.total is not None else slice_sum
-    ttft_slices = [s for s in budget.ttft_slices if s in slices] if budget.slices else []
+    ttft_slices = [
+        s for s in (budget.ttft_slices if budget.slices else _ttft_slices(slices)) if s in slices
+    ]
     if run.ttft is not None:
         ttft = pick(run.ttft)
     elif ttft_slices:
@@ -78,10 +76,9 @@ def prepare(run: Run, budget: Budget) -> Prepared:
 
     if run.total is not None and slices:
         rest = total - slice_sum
-        material = max(UNATTRIBUTED_MIN_MS, UNATTRIBUTED_MIN_SHARE * float(np.mean(total)))
         if UNATTRIBUTED in budget.slices:
             slices[UNATTRIBUTED] = np.clip(rest, 0.0, None)
-        elif len(rest) and float(np.max(rest)) > material:
+        elif len(rest) and float(np.max(rest)) > material(total):
             slices[UNATTRIBUTED] = np.clip(rest, 0.0, None)
             notes.append(
                 "total over, slices under: the slices explain less than the measured total, "
@@ -92,7 +89,8 @@ def prepare(run: Run, budget: Budget) -> Prepared:
         if values is not None and len(values) and not np.isfinite(values).all():
             row = int(np.flatnonzero(~np.isfinite(values))[0])
             raise InputError(
-                f"{run.source}: {name} is missing or not a number for a request that succeeded "
+                f"{run.source}: {name} is missing, not a number or too large for a request that "
+                "succeeded "
                 f"(request #{int(kept[row]) + 1}); mark failed requests in the `error` column"
             )
 
@@ -127,7 +125,14 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     good, why = _good(run, budget, kept, metrics)
     if why:
         notes.append(why)
+    duration = run.duration_s
+    if duration is None and run.start_time is not None and len(total):
+        start = pick(run.start_time)
+        ends = start + total / 1000.0
+        if np.isfinite(start).all():
+            duration = float(np.max(ends) - np.min(start)) or None
     return Prepared(
+        duration_s=duration,
         run=run,
         slices=slices,
         metrics=metrics,
@@ -136,6 +141,26 @@ def prepare(run: Run, budget: Budget) -> Prepared:
         failed=int(run.n - ok.sum()),
         good=good,
         notes=tuple(notes),
+    )
+
+
+def _ttft_slices(slices: dict[str, FloatArray]) -> list[str]:
+    """Without budget slices, TTFT is what the data's own slices say: `first_token`, or the
+    known slices up to and including `prefill`."""
+    if "first_token" in slices:
+        return ["first_token"]
+    if "prefill" in slices:
+        known = KNOWN_SLICES[: KNOWN_SLICES.index("prefill") + 1]
+        return [s for s in known if s in slices]
+    return []
+
+
+def material(total: FloatArray) -> float:
+    """How far `total - sum(slices)` may stray before it is a slice of its own, not rounding."""
+    return (
+        max(UNATTRIBUTED_MIN_MS, UNATTRIBUTED_MIN_SHARE * float(np.mean(total)))
+        if len(total)
+        else UNATTRIBUTED_MIN_MS
     )
 
 
@@ -215,6 +240,7 @@ def _arrival_order(run: Run) -> np.ndarray | None:
 
 def _sum(slices: dict[str, FloatArray], n: int) -> FloatArray:
     out = np.zeros(n)
-    for values in slices.values():  # fixed slice order: the same sum everywhere
-        out = out + values
+    with np.errstate(over="ignore"):  # an overflow is caught as a non-finite value below
+        for values in slices.values():  # fixed slice order: the same sum everywhere
+            out = out + values
     return out

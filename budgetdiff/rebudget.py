@@ -215,7 +215,7 @@ def feasibility(
     The decode time per output token that the total SLO leaves after TTFT is
     (total target - ttft target, or the measured TTFT without one) / (median output tokens - 1).
     Warn when nothing is left, when it is below 1 ms per token, or when it is more than 20%
-    below the measured TPOT (`tpot_measured_ms`, at the budget's percentile).
+    below the median measured TPOT (`tpot_measured_ms`): a typical answer at a typical rate.
     """
     total = budget.slo.total
     ttft = budget.slo.ttft if budget.slo.ttft is not None else ttft_p_ms
@@ -242,7 +242,8 @@ def feasibility(
     if tpot_measured_ms is not None and per_token < _FAR_BELOW * tpot_measured_ms:
         faster = 100.0 * (1 - per_token / tpot_measured_ms)
         reasons.append(
-            f"the measured TPOT is {tpot_measured_ms:.2f} ms: decoding must get {faster:.0f}% "
+            f"the median measured TPOT is {tpot_measured_ms:.2f} ms: decoding must get "
+            f"{faster:.0f}% "
             f"faster, or the total SLO grow to about "
             f"{_num(ttft + tpot_measured_ms * (tokens - 1))} ms"
         )

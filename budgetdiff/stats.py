@@ -95,6 +95,7 @@ class _Side:
     se: float
     indicator: BoolArray  # I(x <= value), in the order given
     inflation: float  # autocorrelation variance factor applied (1.0 when none)
+    tied: bool = False  # values repeat around the percentile (quantised data)
 
 
 def _lerp(a: float, b: float, t: float) -> float:
@@ -151,7 +152,38 @@ def _side(x: FloatArray, p: float, confidence: float) -> _Side:
     se = (float(part[ur]) - float(part[lr])) / max(ur - lr, 1) * sd_rank
     indicator = x <= value
     inflation = _autocorrelation_factor(indicator)
-    return _Side(value, se * math.sqrt(inflation), indicator, inflation)
+    return _Side(
+        value,
+        se * math.sqrt(inflation),
+        indicator,
+        inflation,
+        _tied(x, float(part[lr]), float(part[ur]), ur - lr + 1),
+    )
+
+
+def _tied(x: FloatArray, low: float, high: float, ranks: int) -> bool:
+    """Quantised data (whole milliseconds, a coarse clock): far fewer distinct values than
+    ranks in the band. There the slope of the band says nothing about how far the percentile
+    can jump (a whole step), and the interval method would flag noise."""
+    band = x[(x >= low) & (x <= high)]
+    return int(np.unique(band).size) * 2 < ranks
+
+
+def _exceedance_z(base: FloatArray, head: FloatArray, p: float, inflation: float) -> float:
+    """Did the tail move? Each request scores 1 above the pooled p-th percentile q, 1/2 at it
+    (ties split, as mid-ranks do) and 0 below; z of head's mean score against base's. Valid with
+    ties: under no change the two samples are exchangeable and q depends only on the pool."""
+    pool = np.concatenate([base, head])
+    q = percentile(pool, p)
+
+    def score(x: FloatArray) -> float:
+        return float(np.count_nonzero(x > q) + 0.5 * np.count_nonzero(x == q))
+
+    nb, nh = base.size, head.size
+    mean = (score(base) + score(head)) / (nb + nh)
+    second = (np.count_nonzero(pool > q) + 0.25 * np.count_nonzero(pool == q)) / (nb + nh)
+    var = (second - mean * mean) * (1.0 / nb + 1.0 / nh) * inflation
+    return 0.0 if var <= 0.0 else (score(head) / nh - score(base) / nb) / math.sqrt(var)
 
 
 def _paired_rho(b: _Side, h: _Side, pairs: tuple[IntArray, IntArray]) -> float:
@@ -228,7 +260,17 @@ def compare_percentile(
     se = math.sqrt(max(var, 0.0))
     zc = _z((1.0 + confidence) / 2.0)
     note = _autocorr_note(sb, sh)
-    if se > 0.0:
+    if sb.tied or sh.tied:
+        # quantised values: test the tail by exceedance, and size the interval from that test
+        z = _exceedance_z(base, head, p, max(sb.inflation, sh.inflation))
+        agree = z * delta > 0.0
+        p_value = _two_sided_p(z) if agree else 1.0
+        if agree:
+            se = max(se, abs(delta) / abs(z))
+        elif delta != 0.0:
+            se = max(se, abs(delta) / zc)  # the interval must reach 0: the tail did not move
+        note = "values repeat around the percentile (quantised): tested by exceedance"
+    elif se > 0.0:
         p_value = _two_sided_p(delta / se)
     else:  # every value in both bands tied: the distribution-free intervals are single points
         p_value = 1.0 if delta == 0.0 else 0.0

@@ -188,8 +188,8 @@ def test_feasibility_warnings() -> None:
     slow = feasibility(budget, ttft_p_ms=900, output_tokens_p50=401, tpot_measured_ms=19)
     assert slow == [
         "the total target 6000 ms leaves 12.00 ms per output token after the ttft target of "
-        "1200 ms, for a median answer of 401 tokens: the measured TPOT is 19.00 ms: decoding "
-        "must get 37% faster, or the total SLO grow to about 8800 ms"
+        "1200 ms, for a median answer of 401 tokens: the median measured TPOT is 19.00 ms: "
+        "decoding must get 37% faster, or the total SLO grow to about 8800 ms"
     ]
     long = feasibility(budget, ttft_p_ms=900, output_tokens_p50=6001, tpot_measured_ms=None)
     assert len(long) == 1 and "0.80 ms per output token" in long[0]

@@ -175,7 +175,7 @@ def test_tied_values_give_a_decision_not_a_division_by_zero() -> None:
     same = compare_percentile(base, base.copy(), 95, 0.95)
     assert same.p_value == 1.0 and same.ci == (0.0, 0.0)
     moved = compare_percentile(base, np.full(500, 12.0), 95, 0.95)
-    assert moved.p_value == 0.0
+    assert moved.p_value is not None and moved.p_value < 1e-9
     assert decide([moved], min_change=0.05, min_ms=1.0, confidence=0.95) == ["regression"]
 
 

@@ -207,3 +207,29 @@ def test_autocorrelation_is_reported_as_effective_n() -> None:
     assert c.note is not None and "autocorrelated in arrival order: effective n" in c.note
     iid = slices(rng, "lognormal", 1000)["decode"]
     assert compare_percentile(iid, iid[::-1].copy(), P, CONFIDENCE).note is None
+
+
+@pytest.mark.parametrize(("median", "step"), [(40.0, 10.0), (60.0, 10.0), (5.0, 1.0)])
+def test_aa_quantised_values_are_not_flagged(median: float, step: float) -> None:
+    """Latencies on a coarse clock (whole ms, 10 ms ticks) repeat around the percentile; the
+    percentile then jumps a whole step between runs of the same system. Two-sided, no floors."""
+    rng = np.random.default_rng(7)
+    alpha = 1.0 - CONFIDENCE
+    pairs = 400
+    flagged = 0
+    for _ in range(pairs):
+        a, b = (np.round(rng.lognormal(np.log(median), 0.4, 1000) / step) * step for _ in "ab")
+        c = compare_percentile(a, b, P, CONFIDENCE)
+        flagged += decide([c], min_change=0.0, min_ms=0.0, confidence=CONFIDENCE)[0] != "none"
+    assert flagged / pairs <= alpha + allowance(alpha, pairs)
+
+
+def test_quantised_15pct_shift_is_still_found() -> None:
+    rng = np.random.default_rng(8)
+    hits = 0
+    for _ in range(200):
+        a = np.round(rng.lognormal(np.log(50), 0.4, 1000) / 10) * 10
+        b = np.round(1.15 * rng.lognormal(np.log(50), 0.4, 1000) / 10) * 10
+        c = compare_percentile(a, b, P, CONFIDENCE)
+        hits += decide([c], min_change=0.05, min_ms=5.0, confidence=CONFIDENCE)[0] == "regression"
+    assert hits / 200 >= 0.8

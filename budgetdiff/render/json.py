@@ -20,8 +20,7 @@ def report_dict(report: Report) -> dict[str, Any]:
     main = _scenario(report.main)
     out: dict[str, Any] = {"schema": SCHEMA, "id": report.id, "mode": report.mode}
     out.update(main)
-    out["verdict"] = report.verdict
-    out["findings"] = [f.__dict__ for f in report.findings]
+    out["verdict"] = report.verdict  # the worst scenario's; its findings are the top level's
     if len(report.scenarios) > 1:
         out["scenarios"] = [_scenario(s) for s in report.scenarios]
     return out

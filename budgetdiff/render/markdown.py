@@ -37,8 +37,8 @@ def render_markdown(report: Report, limit: int = GITHUB_COMMENT_LIMIT) -> str:
         "\n\n_Cut to fit GitHub's size limit: run `budgetdiff` locally or see the JSON report._\n"
     )
     lines = [head, ""] + [f"- {md(f.message, 300)}" for f in report.findings if f.fails]
-    text = "\n".join(lines)
-    return text[: max(0, limit - len(tail))] + tail
+    text = "\n".join(lines)[: max(0, limit - len(tail))]
+    return text[: max(0, text.rfind("\n"))] + tail  # whole lines: never half an entity
 
 
 def _document(
