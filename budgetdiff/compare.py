@@ -126,7 +126,13 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
         assert b is not None and h is not None
         row_pairs = pairs if (kind == "slice" or name in PAIRABLE) else None
         changes[i] = stats.compare_percentile(
-            b, h, p, budget.regression.confidence, family_size=len(tested), pairs=row_pairs
+            b,
+            h,
+            p,
+            budget.regression.confidence,
+            family_size=len(tested),
+            pairs=row_pairs,
+            also=_others(p),
         )
     decided = stats.decide(
         [changes[i] for i in tested],
@@ -243,8 +249,11 @@ def _row(
 ) -> Row:
     head_ms = change.head if change else _at(h, p)
     base_ms = change.base if change else _at(b, p)
-    qs = [q for q in OTHER_PERCENTILES if q != p]
-    pairs = zip(_many(b, qs), _many(h, qs), strict=True)
+    qs = _others(p)
+    if change is not None and len(change.others) == len(qs):  # from the same selection
+        pairs: list[tuple[float | None, float | None]] = list(change.others)
+    else:
+        pairs = list(zip(_many(b, qs), _many(h, qs), strict=True))
     others = {f"p{_p(q)}": pair for q, pair in zip(qs, pairs, strict=True)}
     headroom_pct, status, budget_use, over = against_target(kind, target, head_ms, headroom)
     notes = [change.note] if change and change.note else []
@@ -284,6 +293,11 @@ def against_target(
     room = 100.0 * (target - head_ms) / target
     status = "breach" if head_ms > target else "low_headroom" if room < 100 * headroom else "ok"
     return room, status, None, None
+
+
+def _others(p: float) -> list[float]:
+    """The percentiles shown beside the budget's."""
+    return [q for q in OTHER_PERCENTILES if q != p]
 
 
 def _many(x: FloatArray | None, qs: list[float]) -> list[float | None]:
@@ -345,8 +359,8 @@ def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | No
         idx = np.arange(len(a))
         return idx, idx
     # a cheap look first: fresh ids per run (the common case) must not cost a full join
-    sample = b[:: max(1, len(b) // 32)][:32]
-    if np.count_nonzero(np.isin(a, sample)) < 0.9 * len(sample):
+    sample = set(b[:: max(1, len(b) // 32)][:32].tolist())
+    if sum(1 for x in a.tolist() if x in sample) < 0.9 * len(sample):
         return None
     common, ib, ih = np.intersect1d(a, b, assume_unique=False, return_indices=True)
     if len(common) < 0.9 * min(len(a), len(b)) or len(np.unique(a)) != len(a):

@@ -85,6 +85,8 @@ class Change:
     needed: int | None  # requests per side needed for a finite interval at p, when too few
     paired: bool
     note: str | None  # caveat as data
+    # (base, head) at each of `also` percentiles, from the same selection
+    others: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class _Side:
     indicator: BoolArray  # I(x <= value), in the order given
     inflation: float  # autocorrelation variance factor applied (1.0 when none)
     tied: bool = False  # values repeat around the percentile (quantised data)
+    others: tuple[float, ...] = ()  # the `also` percentiles
 
 
 def _lerp(a: float, b: float, t: float) -> float:
@@ -133,7 +136,21 @@ def _autocorrelation_factor(indicator: BoolArray) -> float:
     return f
 
 
-def _side(x: FloatArray, p: float, confidence: float) -> _Side:
+def _linear_ranks(n: int, p: float) -> tuple[int, int, float]:
+    """The two order statistics (0-based) and the weight np.percentile interpolates with."""
+    virtual = (n - 1) * (p / 100.0)
+    lo = math.floor(virtual)
+    return lo, min(lo + 1, n - 1), virtual - lo
+
+
+def percentiles(x: FloatArray, ps: Sequence[float]) -> list[float]:
+    """Several percentiles in one selection, each exactly as np.percentile computes it."""
+    ranks = [_linear_ranks(x.size, p) for p in ps]
+    part = np.partition(x, sorted({r for lo, hi, _ in ranks for r in (lo, hi)}))
+    return [_lerp(float(part[lo]), float(part[hi]), t) for lo, hi, t in ranks]
+
+
+def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()) -> _Side:
     n = x.size
     q = p / 100.0
     # Percentile exactly as np.percentile(method="linear") computes it.
@@ -146,8 +163,10 @@ def _side(x: FloatArray, p: float, confidence: float) -> _Side:
     # Band ranks (1-based), clipped into [1, n], as 0-based indices.
     lr = min(max(math.floor(k - h), 1), n) - 1
     ur = min(max(math.ceil(k + h), 1), n) - 1
-    part = np.partition(x, sorted({lo, hi, lr, ur}))
+    extra = [_linear_ranks(n, a) for a in also]
+    part = np.partition(x, sorted({lo, hi, lr, ur, *(r for e in extra for r in e[:2])}))
     value = _lerp(float(part[lo]), float(part[hi]), virtual - lo)
+    others = tuple(_lerp(float(part[a]), float(part[b]), t) for a, b, t in extra)
     # n >= needed_for_interval keeps h > 0.5 rank, so ur > lr.
     se = (float(part[ur]) - float(part[lr])) / max(ur - lr, 1) * sd_rank
     indicator = x <= value
@@ -158,6 +177,7 @@ def _side(x: FloatArray, p: float, confidence: float) -> _Side:
         indicator,
         inflation,
         _tied(x, float(part[lr]), float(part[ur]), ur - lr + 1),
+        others,
     )
 
 
@@ -223,6 +243,7 @@ def compare_percentile(
     *,
     family_size: int = 1,
     pairs: tuple[IntArray, IntArray] | None = None,
+    also: Sequence[float] = (),
 ) -> Change:
     """Compare the p-th percentile of head with base.
 
@@ -242,16 +263,28 @@ def compare_percentile(
         nan = math.nan
         return Change(nan, nan, nan, None, None, None, None, need, paired, "no requests")
     if min(base.size, head.size) < need:
-        vb, vh = percentile(base, p), percentile(head, p)
+        (vb, *ob), (vh, *oh) = percentiles(base, [p, *also]), percentiles(head, [p, *also])
         delta = vh - vb
         note: str | None = (
             f"too few requests for an interval at p{p:g}: "
             f"{base.size} base, {head.size} head, {need} needed per side"
         )
-        return Change(vb, vh, delta, _pct(delta, vb), None, None, None, need, paired, note)
+        return Change(
+            vb,
+            vh,
+            delta,
+            _pct(delta, vb),
+            None,
+            None,
+            None,
+            need,
+            paired,
+            note,
+            tuple(zip(ob, oh, strict=True)),
+        )
 
-    sb = _side(base, p, confidence)
-    sh = _side(head, p, confidence)
+    sb = _side(base, p, confidence, also)
+    sh = _side(head, p, confidence, also)
     delta = sh.value - sb.value
     var = sb.se**2 + sh.se**2
     if pairs is not None:
@@ -292,6 +325,7 @@ def compare_percentile(
         needed=None,
         paired=paired,
         note=note,
+        others=tuple(zip(sb.others, sh.others, strict=True)),
     )
 
 

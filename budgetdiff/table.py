@@ -7,6 +7,7 @@ Every reader (`budgetdiff.formats.*`) returns `Run` objects; everything downstre
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -63,7 +64,7 @@ class Run:
     ttft: FloatArray | None = None
     total: FloatArray | None = None
     ok: BoolArray | None = None
-    request_id: npt.NDArray[np.str_] | None = None
+    request_id: npt.NDArray[Any] | None = None  # str or object (Python str) values
     input_tokens: FloatArray | None = None
     output_tokens: FloatArray | None = None
     itl: Itl | None = None

@@ -211,3 +211,17 @@ def test_betainc_matches_scipy(a: float, b: float) -> None:
 def test_attainment_of_no_requests() -> None:
     a = attainment(np.zeros(0, dtype=bool), 0.95)
     assert a.total == 0 and a.ci_pct == (0.0, 100.0) and math.isnan(a.pct)
+
+
+def test_other_percentiles_come_from_the_same_selection_exactly() -> None:
+    from budgetdiff.stats import percentiles
+
+    rng = np.random.default_rng(11)
+    for n in (5, 73, 1000, 4001):
+        x = rng.lognormal(3, 0.5, n)
+        qs = [50.0, 90.0, 95.0, 99.0]
+        assert percentiles(x, qs) == [float(np.percentile(x, q)) for q in qs]
+        y = rng.lognormal(3, 0.5, n)
+        c = compare_percentile(x, y, 95, 0.95, also=[50.0, 90.0, 99.0])
+        expect = [(float(np.percentile(x, q)), float(np.percentile(y, q))) for q in (50, 90, 99)]
+        assert list(c.others) == expect
