@@ -128,3 +128,18 @@ def test_terminal_table_has_no_control_characters(
     )
     assert code == 0, err
     assert "\x1b" not in out and "\x07" not in out
+
+
+def test_the_pr_comment_keeps_its_tables(hostile_report: tuple[str, dict]) -> None:
+    """The body GitHub gets: our marker, then the report, fitted under the comment limit."""
+    from budgetdiff.github.comment import comment_body
+
+    markdown, budget = hostile_report
+    body = comment_body("default", lambda limit: markdown[:limit])
+    assert body.startswith("<!-- budgetdiff:default -->") and len(body) <= 65_536
+    html = gfm(body)
+    slice_table = next(
+        t for t in re.findall(r"<table>.*?</table>", html, flags=re.S) if "slice at p95" in t
+    )
+    assert len(re.findall(r"<tr>", slice_table)) == 1 + len(budget["slices"])
+    assert not re.search(r"@someone", html)
