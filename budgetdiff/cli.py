@@ -196,6 +196,7 @@ def _read_side(
 ) -> list[Run]:
     from budgetdiff import sources
     from budgetdiff.formats import ReadOptions, detect
+    from budgetdiff.formats.combine import combine
     from budgetdiff.table import UNATTRIBUTED
 
     options = ReadOptions(
@@ -212,8 +213,6 @@ def _read_side(
         data = sources.read_bytes(path, ref, limit)
         label = f"{ref}:{path}" if ref else path
         per_file.append(detect.read(data, label, args.format, options))
-    from budgetdiff.formats.combine import combine
-
     runs = combine(per_file, paths)  # one file passes through, after its own checks
     wanted = _scenarios(args)
     if wanted:
@@ -233,7 +232,7 @@ def _evaluate(
 ) -> Report:
     from budgetdiff.compare import compare, runs_match
     from budgetdiff.judge import judge
-    from budgetdiff.prepare import Prepared, prepare
+    from budgetdiff.prepare import prepare
     from budgetdiff.report import Report, Scenario
 
     pairs, base_only = (
@@ -243,19 +242,23 @@ def _evaluate(
     for b, h in pairs:
         missing = no_base
         if base is not None and b is None:
-            missing = f"scenario {h.scenario!r} is in head but not in base: nothing to compare"
+            missing = (
+                f"scenario {h.scenario or 'default'!r} is in head but not in base: nothing to "
+                "compare"
+            )
         elif b is not None and b.n and not b.succeeded.any():
             missing = f"{b.source}: every base request failed: nothing to compare against"
             b = None
         if h.per_request and (b is None or b.per_request):
             c = compare(prepare(b, budget) if b is not None else None, prepare(h, budget), budget)
-        else:
+        else:  # a side holds only aggregates: rows from what the files hold
             from budgetdiff.aggregate import compare_aggregate
 
-            def side(run: Run) -> Run | Prepared:
-                return prepare(run, budget) if run.per_request else run
-
-            c = compare_aggregate(side(b) if b is not None else None, side(h), budget)
+            sides = [
+                None if r is None else prepare(r, budget) if r.per_request else r for r in (b, h)
+            ]
+            assert sides[1] is not None
+            c = compare_aggregate(sides[0], sides[1], budget)
         gone = [r.scenario or "default" for r in base_only] if not scenarios else []
         findings, verdict = judge(c, budget, fail_on, no_base=missing, base_only=gone)
         scenarios.append(Scenario(c, tuple(findings), verdict))
