@@ -134,13 +134,14 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
             pairs=row_pairs,
             also=_others(p),
         )
+    floors = {
+        i: 0.0 if raw[i][1] in PER_TOKEN and raw[i][0] == "slo" else budget.regression.min_ms
+        for i in tested
+    }
     decided = stats.decide(
         [changes[i] for i in tested],
         min_change=budget.regression.min_change,
-        min_ms=[
-            0.0 if raw[i][1] in PER_TOKEN and raw[i][0] == "slo" else budget.regression.min_ms
-            for i in tested
-        ],
+        min_ms=[floors[i] for i in tested],
         confidence=budget.regression.confidence,
     )
     verdicts = dict(zip(tested, decided, strict=True))
@@ -205,8 +206,11 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
         else None,
     )
 
-    for r in rows:
-        if r.change == "none" and r.ci_ms is not None and (r.ci_ms[0] > 0 or r.ci_ms[1] < 0):
+    for i, r in enumerate(rows):
+        big = i in changes and abs(changes[i].delta) >= max(
+            budget.regression.min_change * abs(changes[i].base), floors[i]
+        )
+        if r.change == "none" and big and r.ci_ms and (r.ci_ms[0] > 0 or r.ci_ms[1] < 0):
             notes.append(
                 f"{r.label}: its interval excludes 0, but not once all {len(tested)} rows are "
                 "tested together (Holm): counted as no significant change"
