@@ -19,6 +19,7 @@ FORMATS = (
     "guidellm",
     "inference-perf",
     "otlp",
+    "otel-console",
     "prometheus",
     "native",
 )
