@@ -146,7 +146,8 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
     )
     verdicts = dict(zip(tested, decided, strict=True))
 
-    served = len(head.metrics["total"]) > 0  # every head request may have failed
+    # every head request may have failed, or the data may not split the total at all
+    served = len(head.metrics["total"]) > 0 and bool(head_parts)
     contrib_head = attribution.tail_contributions(head_parts, _sum(head_parts), p) if served else {}
     shares = attribution.tail_shares(contrib_head)
     tail_change: dict[str, float] = {}
@@ -334,6 +335,8 @@ def _metric_names(head: Prepared, base: Prepared | None) -> list[str]:
 def _parts(prep: Prepared, names: list[str]) -> dict[str, FloatArray]:
     """The slices that split each request's total: `names`, and `unattributed` for the signed
     rest of the measured total when it is more than rounding (slices missing, or overlapping)."""
+    if not names:  # no slices at all: the total is not split, there is nothing to attribute
+        return {}
     parts = {s: prep.slices[s] for s in names}
     total = prep.metrics["total"]
     rest = total - _sum(parts)

@@ -61,6 +61,12 @@ def prepare(run: Run, budget: Budget) -> Prepared:
         return values if everything else cast(_A, values[kept])
 
     slices = {s: pick(run.slices[s]) for s in wanted if s in run.slices}
+    if run.total is None and not slices:
+        raise InputError(
+            f"{run.source}: no end-to-end time: neither a total nor any slice (it has: "
+            f"{', '.join(run.available()) or 'nothing budgetdiff reads'}); add a total_ms column "
+            "or slice columns, or pick the tool's --format"
+        )
     notes: list[str] = []
     slice_sum = _sum(slices, len(kept))
     total = pick(run.total) if run.total is not None else slice_sum
