@@ -12,7 +12,7 @@ import numpy as np
 
 from budgetdiff import attribution, rebudget, stats
 from budgetdiff.budget import Budget
-from budgetdiff.prepare import Prepared, material
+from budgetdiff.prepare import Prepared, material, slice_sum
 from budgetdiff.table import UNATTRIBUTED, FloatArray, Run
 
 OTHER_PERCENTILES = (50.0, 90.0, 99.0)
@@ -148,7 +148,9 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
 
     # every head request may have failed, or the data may not split the total at all
     served = len(head.metrics["total"]) > 0 and bool(head_parts)
-    contrib_head = attribution.tail_contributions(head_parts, _sum(head_parts), p) if served else {}
+    contrib_head = (
+        attribution.tail_contributions(head_parts, slice_sum(head_parts), p) if served else {}
+    )
     shares = attribution.tail_shares(contrib_head)
     tail_change: dict[str, float] = {}
     total_tail_change: float | None = None
@@ -161,7 +163,7 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
                 p,
             )
         else:
-            contrib_base = attribution.tail_contributions(base_parts, _sum(base_parts), p)
+            contrib_base = attribution.tail_contributions(base_parts, slice_sum(base_parts), p)
             tail_change = attribution.tail_change(contrib_base, contrib_head)
         total_tail_change = float(sum(tail_change.values()))
 
@@ -208,8 +210,8 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
     )
 
     for i, r in enumerate(rows):
-        big = i in changes and abs(changes[i].delta) >= max(
-            budget.regression.min_change * abs(changes[i].base), floors[i]
+        big = i in changes and stats.large_enough(
+            changes[i], budget.regression.min_change, floors[i]
         )
         if r.change == "none" and big and r.ci_ms and (r.ci_ms[0] > 0 or r.ci_ms[1] < 0):
             notes.append(
@@ -306,10 +308,9 @@ def _others(p: float) -> list[float]:
 
 
 def _many(x: FloatArray | None, qs: list[float]) -> list[float | None]:
-    """Several percentiles in one selection (one partition with several pivots)."""
     if x is None or len(x) == 0:
         return [None] * len(qs)
-    return [float(v) for v in np.percentile(x, qs)]
+    return list(stats.percentiles(x, qs))
 
 
 def _at(x: FloatArray | None, q: float) -> float | None:
@@ -339,18 +340,10 @@ def _parts(prep: Prepared, names: list[str]) -> dict[str, FloatArray]:
         return {}
     parts = {s: prep.slices[s] for s in names}
     total = prep.metrics["total"]
-    rest = total - _sum(parts)
+    rest = total - slice_sum(parts, len(total))
     if UNATTRIBUTED in prep.slices or (len(rest) and float(np.max(np.abs(rest))) > material(total)):
         parts[UNATTRIBUTED] = rest
     return parts
-
-
-def _sum(parts: dict[str, FloatArray]) -> FloatArray:
-    """Per-request sum in the fixed slice order, so equal operands give bit-equal sums."""
-    out: FloatArray | None = None
-    for v in parts.values():
-        out = v.copy() if out is None else out + v
-    return out if out is not None else np.zeros(0)
 
 
 def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | None:

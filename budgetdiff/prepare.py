@@ -68,20 +68,20 @@ def prepare(run: Run, budget: Budget) -> Prepared:
             "or slice columns, or pick the tool's --format"
         )
     notes: list[str] = []
-    slice_sum = _sum(slices, len(kept))
-    total = pick(run.total) if run.total is not None else slice_sum
+    summed = slice_sum(slices, len(kept))
+    total = pick(run.total) if run.total is not None else summed
     ttft_slices = [
         s for s in (budget.ttft_slices if budget.slices else _ttft_slices(slices)) if s in slices
     ]
     if run.ttft is not None:
         ttft = pick(run.ttft)
     elif ttft_slices:
-        ttft = _sum({s: slices[s] for s in ttft_slices}, len(kept))
+        ttft = slice_sum({s: slices[s] for s in ttft_slices}, len(kept))
     else:
         ttft = None
 
     if run.total is not None and slices:
-        rest = total - slice_sum
+        rest = total - summed
         if UNATTRIBUTED in budget.slices:
             slices[UNATTRIBUTED] = np.clip(rest, 0.0, None)
         elif len(rest) and float(np.max(rest)) > material(total):
@@ -244,7 +244,11 @@ def _arrival_order(run: Run) -> np.ndarray | None:
     return np.argsort(st, kind="stable")
 
 
-def _sum(slices: dict[str, FloatArray], n: int) -> FloatArray:
+def slice_sum(slices: dict[str, FloatArray], n: int | None = None) -> FloatArray:
+    """Per-request sum in the fixed slice order, so equal operands give bit-equal sums
+    (0 + x is x exactly); `n` is the length when there are no slices."""
+    if n is None:
+        n = len(next(iter(slices.values()))) if slices else 0
     out = np.zeros(n)
     with np.errstate(over="ignore"):  # an overflow is caught as a non-finite value below
         for values in slices.values():  # fixed slice order: the same sum everywhere

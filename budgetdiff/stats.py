@@ -348,6 +348,12 @@ def holm(p_values: Sequence[float | None], alpha: float) -> list[bool]:
     return out
 
 
+def large_enough(c: Change, min_change: float, min_ms: float) -> bool:
+    """The change is at least `min_change` of base and `min_ms`, either way: the size half of
+    the rule, which `decide` combines with significance."""
+    return c.delta != 0.0 and abs(c.delta) >= max(min_change * abs(c.base), min_ms)
+
+
 def decide(
     changes: Sequence[Change],
     *,
@@ -368,11 +374,8 @@ def decide(
         if c.needed is not None or c.p_value is None:
             out.append("inconclusive")
             continue
-        bar = max(min_change * abs(c.base), floor)
-        if sig and c.delta > 0.0 and c.delta >= bar:
-            out.append("regression")
-        elif sig and c.delta < 0.0 and -c.delta >= bar:
-            out.append("improvement")
+        if sig and large_enough(c, min_change, floor):
+            out.append("regression" if c.delta > 0.0 else "improvement")
         else:
             out.append("none")
     return out

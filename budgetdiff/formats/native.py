@@ -397,20 +397,26 @@ def _decode(data: bytes, source: str) -> str:
 
 
 def _load_json_array(data: bytes, source: str) -> _Table:
-    text = _decode(data, source)
-    try:
-        rows = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise fail(
-            NAME, source, f"invalid JSON at line {exc.lineno} ({exc.msg}); fix or re-export it"
-        ) from exc
-    except ValueError as exc:  # an integer literal longer than Python's digit limit
-        raise fail(NAME, source, f"{_huge(exc)}; write plain numbers") from None
-    except RecursionError:
-        raise fail(NAME, source, _DEEP) from None
+    rows = _parse(_decode(data, source), source, None)
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise fail(NAME, source, "a JSON table must be an array of objects, one per request")
     return _RowsTable("json", rows, source)
+
+
+def _parse(text: str, source: str, line: int | None) -> Any:
+    """One JSON value; `line` numbers a JSON Lines row in the message (None: the whole file)."""
+    at = "" if line is None else f"line {line}: "
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}" if line is None else f"line {line}"
+        raise fail(
+            NAME, source, f"invalid JSON at {where} ({exc.msg}); fix or re-export it"
+        ) from exc
+    except ValueError as exc:  # an integer literal longer than Python's digit limit
+        raise fail(NAME, source, f"{at}{_huge(exc)}; write plain numbers") from None
+    except RecursionError:
+        raise fail(NAME, source, f"{at}{_DEEP}") from None
 
 
 def _load_json_lines(data: bytes, source: str) -> _Table:
@@ -429,16 +435,7 @@ def _load_json_lines(data: bytes, source: str) -> _Table:
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise fail(
-                NAME, source, f"line {number}: invalid JSON ({exc.msg}); fix or remove the line"
-            ) from exc
-        except ValueError as exc:  # an integer literal longer than Python's digit limit
-            raise fail(NAME, source, f"line {number}: {_huge(exc)}; write plain numbers") from None
-        except RecursionError:
-            raise fail(NAME, source, f"line {number}: {_DEEP}") from None
+        row = _parse(line, source, number)
         if not isinstance(row, dict):
             raise fail(NAME, source, f"line {number}: expected one JSON object per line")
         rows.append(row)

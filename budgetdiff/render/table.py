@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tabulate import tabulate
 
+from budgetdiff.compare import Row
 from budgetdiff.render import cells
 from budgetdiff.render.numbers import ms, num, pct
 from budgetdiff.render.text import plain
@@ -28,49 +31,18 @@ def render_table(report: Report) -> str:
         out.append(", ".join(counts) + (", paired by request id" if c.paired else ""))
         if c.headline:
             out.append(plain(c.headline, 200))
-        head = [
-            f"SLO {p}",
-            "target",
-            *(["base"] if compare else []),
-            "head",
-            *(["change"] if compare else []),
-            "headroom",
-        ]
-        rows = [
-            [
-                plain(r.label),
-                num(r.target_ms) if r.target_ms else "",
-                *([num(r.base_ms)] if compare else []),
-                num(r.head_ms),
-                *([plain(cells.change(r), 200)] if compare else []),
-                cells.headroom(r),
-            ]
-            for r in c.slo
-        ]
-        out += ["", tabulate(rows, head, tablefmt="simple", disable_numparse=True)]
+        out += ["", _rows(c.slo, f"SLO {p}", compare, ("headroom",), lambda r: [cells.headroom(r)])]
         if c.slices:
-            head = [
-                f"slice {p}",
-                "budget",
-                *(["base"] if compare else []),
-                "head",
-                *(["change"] if compare else []),
-                "budget use",
-                "tail share (change)",
+            out += [
+                "",
+                _rows(
+                    c.slices,
+                    f"slice {p}",
+                    compare,
+                    ("budget use", "tail share (change)"),
+                    lambda r: [cells.budget_use(r), cells.share(r)],
+                ),
             ]
-            rows = [
-                [
-                    plain(r.label),
-                    num(r.target_ms) if r.target_ms else "",
-                    *([num(r.base_ms)] if compare else []),
-                    num(r.head_ms),
-                    *([plain(cells.change(r), 200)] if compare else []),
-                    cells.budget_use(r),
-                    cells.share(r),
-                ]
-                for r in c.slices
-            ]
-            out += ["", tabulate(rows, head, tablefmt="simple", disable_numparse=True)]
         if s.findings:
             out.append("")
             out += [
@@ -91,3 +63,33 @@ def render_table(report: Report) -> str:
                     f"({pct(a.pct)} [{a.ci_pct[0]:.1f}, {a.ci_pct[1]:.1f}])"
                 )
     return "\n".join(out) + "\n"
+
+
+def _rows(
+    rows: tuple[Row, ...],
+    first: str,
+    compare: bool,
+    last: tuple[str, ...],
+    tail: Callable[[Row], list[str]],
+) -> str:
+    """One table: the row's name, target, (base), head, (change), then `last` columns."""
+    head = [
+        first,
+        "target" if first.startswith("SLO") else "budget",
+        *(["base"] if compare else []),
+        "head",
+        *(["change"] if compare else []),
+        *last,
+    ]
+    body = [
+        [
+            plain(r.label),
+            num(r.target_ms) if r.target_ms else "",
+            *([num(r.base_ms)] if compare else []),
+            num(r.head_ms),
+            *([plain(cells.change(r), 200)] if compare else []),
+            *tail(r),
+        ]
+        for r in rows
+    ]
+    return str(tabulate(body, head, tablefmt="simple", disable_numparse=True))
