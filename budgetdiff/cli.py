@@ -331,6 +331,9 @@ def _base_files(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[list[
             "compare needs --base FILE (or --base-artifact NAME with --github); "
             "to check one run alone use `budgetdiff check --head FILE`"
         )
+    if args.base_ref is None and not getattr(args, "allow_missing_base", False):
+        return args.base, None  # a local path that is not there is a typo: exit 2, like head
+    # absent by design: not committed in the base yet, or allowed (the PR adding a benchmark)
     present = [p for p in args.base if sources.exists(p, args.base_ref)]
     if len(present) < len(args.base):
         gone = [p for p in args.base if p not in present]
@@ -450,6 +453,12 @@ def _common(p: argparse.ArgumentParser, name: str) -> None:
             action="append",
             metavar="FILE",
             help="base results; repeat for a run in several files",
+        )
+        p.add_argument(
+            "--allow-missing-base",
+            action="store_true",
+            help="a --base FILE that does not exist is the no_base finding, not an error "
+            "(the PR that adds the benchmark)",
         )
     if name != "demo":
         p.add_argument(
