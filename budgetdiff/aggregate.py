@@ -5,7 +5,7 @@ tested on the bucket counts, and a percentile is only as exact as its bucket."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
@@ -75,7 +75,11 @@ def compare_aggregate(
         c = changes[i]
         target = targets.get(name) if kind == "slo" else budget.slice_budget(name)
         notes = tuple(n for n in ((b.note if b else None), h.note, c.note if c else None) if n)
-        rows.append(_row(kind, name, target, b, h, c, verdicts.get(i), budget, notes))
+        row = _row(kind, name, target, b, h, c, verdicts.get(i), budget, notes)
+        absent = tuple(
+            v.note or f"{name}: no value" for v in (b, h) if v is not None and v.ms is None
+        )
+        rows.append(replace(row, unmeasured=absent))
     return Comparison(
         name=head_run.scenario,
         percentile=p,
@@ -196,8 +200,18 @@ def _value(side: Run | Prepared | None, name: str, p: float) -> _Value:
     held = side.summary.get(name, {})
     if p in held:
         return _Value(held[p])
-    have = ", ".join(f"p{_p(q)}" for q in sorted(held))
-    return _Value(None, f"{name}: the file has no p{_p(p)} (it has {have or 'none'})")
+    return _Value(None, f"{name}: {_not_held(side.source, p, sorted(held))}")
+
+
+def _not_held(source: str, p: float, have: list[float]) -> str:
+    """`p95 not in s.json: it has p50, p90, p99; set `percentile: 90` or ...`."""
+    if not have:
+        return f"p{_p(p)} not in {source}, nor any other percentile; pass the per-request file"
+    near = max((q for q in have if q <= p), default=min(have))
+    return (
+        f"p{_p(p)} not in {source}: it has {', '.join(f'p{_p(q)}' for q in have)}; set "
+        f"`percentile: {_p(near)}` in the budget or pass the per-request file"
+    )
 
 
 def _names(side: Run | Prepared | None) -> list[str]:
@@ -221,7 +235,7 @@ def _side(side: Run | Prepared) -> Side:
     failures = side.meta.get("failures")
     return Side(
         side.source,
-        count or 0,
+        count,
         int(failures) if isinstance(failures, float) else 0,
         None,
         dict(side.meta),

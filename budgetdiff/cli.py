@@ -64,9 +64,20 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -
     budget = load_budget(Path(args.budget))
     fail_on = _fail_on(args.fail_on, budget)
     base_files, no_base = _base_files(args, env)
-    head = _read_side(args.head, args.head_ref, args, budget, env)
-    base = _read_side(base_files, args.base_ref, args, budget, env) if base_files else None
-    report = _evaluate(base, head, budget, fail_on, args, no_base)
+    digests: dict[str, list[bytes]] = {"base": [], "head": []}
+    head = _read_side(args.head, args.head_ref, args, budget, env, digests["head"])
+    base = (
+        _read_side(base_files, args.base_ref, args, budget, env, digests["base"])
+        if base_files
+        else None
+    )
+    same = None
+    if base is not None and digests["base"] == digests["head"]:
+        same = (
+            f"base ({', '.join(base_files)}) and head ({', '.join(args.head)}) are the same "
+            "bytes: nothing was compared; point --base at the base commit's results"
+        )
+    report = _evaluate(base, head, budget, fail_on, args, no_base, same_input=same)
     return _finish(report, args, env, out)
 
 
@@ -193,7 +204,11 @@ def _read_side(
     args: argparse.Namespace,
     budget: Budget,
     env: Mapping[str, str],
+    digests: list[bytes] | None = None,
 ) -> list[Run]:
+    """The runs in `paths`; each file's digest goes to `digests` (base == head is a finding)."""
+    import hashlib
+
     from budgetdiff import sources
     from budgetdiff.formats import ReadOptions, detect
     from budgetdiff.formats.combine import combine
@@ -211,6 +226,8 @@ def _read_side(
     per_file = []
     for path in paths:
         data = sources.read_bytes(path, ref, limit)
+        if digests is not None:
+            digests.append(hashlib.blake2b(data).digest())
         label = f"{ref}:{path}" if ref else path
         per_file.append(detect.read(data, label, args.format, options))
     runs = combine(per_file, paths)  # one file passes through, after its own checks
@@ -229,6 +246,8 @@ def _evaluate(
     fail_on: list[str],
     args: argparse.Namespace,
     no_base: str | None,
+    *,
+    same_input: str | None = None,
 ) -> Report:
     from budgetdiff.compare import compare, runs_match
     from budgetdiff.judge import judge
@@ -260,7 +279,9 @@ def _evaluate(
             assert sides[1] is not None
             c = compare_aggregate(sides[0], sides[1], budget)
         gone = [r.scenario or "default" for r in base_only] if not scenarios else []
-        findings, verdict = judge(c, budget, fail_on, no_base=missing, base_only=gone)
+        findings, verdict = judge(
+            c, budget, fail_on, no_base=missing, base_only=gone, same_input=same_input
+        )
         scenarios.append(Scenario(c, tuple(findings), verdict))
     mode = "compare" if base is not None or no_base is not None else "check"
     return Report(id=args.id, mode=mode, scenarios=tuple(scenarios))

@@ -53,6 +53,8 @@ class Row:
     over_budget: bool | None = None
     tail_share_pct: float | None = None
     tail_change_ms: float | None = None
+    # why a side has no value where one was expected, in words (`p95 not in head.json: ...`)
+    unmeasured: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -64,7 +66,7 @@ class Side:
     """What the report says about one run as a whole."""
 
     source: str
-    requests: int
+    requests: int | None  # None: the file does not say how many requests ran
     failed: int
     attainment: stats.Attainment | None
     meta: dict[str, str | float]

@@ -38,6 +38,11 @@ def change(r: Row) -> str:
     return f"{text} {word}"
 
 
+def requests(n: int | None) -> str:
+    """`1,000 requests`, or that the file does not say: never `0 requests` for unknown."""
+    return "requests: count not in the file" if n is None else f"{n:,} requests"
+
+
 def headroom(r: Row) -> str:
     if r.status is None:
         return ""

@@ -149,8 +149,8 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
 
 
 def _requests_line(c: Comparison) -> str:
-    def side(name: str, n: int, failed: int) -> str:
-        return f"{name} {n:,} requests" + (f" ({failed:,} failed)" if failed else "")
+    def side(name: str, n: int | None, failed: int) -> str:
+        return f"{name} {cells.requests(n)}" + (f" ({failed:,} failed)" if failed else "")
 
     parts = []
     if c.base is not None:

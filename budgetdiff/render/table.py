@@ -25,9 +25,9 @@ def render_table(report: Report) -> str:
         out.append("")
         if len(report.scenarios) > 1:
             out.append(f"== scenario {plain(c.name or 'default')}: {s.verdict}")
-        counts = [f"head {c.head.requests:,} requests ({c.head.failed} failed)"]
+        counts = [f"head {cells.requests(c.head.requests)} ({c.head.failed} failed)"]
         if c.base is not None:
-            counts.insert(0, f"base {c.base.requests:,} requests ({c.base.failed} failed)")
+            counts.insert(0, f"base {cells.requests(c.base.requests)} ({c.base.failed} failed)")
         out.append(", ".join(counts) + (", paired by request id" if c.paired else ""))
         if c.headline:
             out.append(plain(c.headline, 200))
