@@ -71,6 +71,7 @@ class Side:
     attainment: stats.Attainment | None
     meta: dict[str, str | float]
     goodput_rps: float | None = None  # good requests per second of benchmark time
+    held_to: tuple[str, ...] = ()  # the SLO metrics `attainment` holds each request to
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class Comparison:
     not_comparable: tuple[str, ...]
     paired: bool
     notes: tuple[str, ...]
+    tpot_from: str | None = None  # what the TPOT row divides by (tokens - 1): see prepare
 
 
 def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison:
@@ -240,6 +242,7 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
         not_comparable=tuple(_not_comparable(base, head)) if base is not None else (),
         paired=pairs is not None,
         notes=tuple(notes),
+        tpot_from=head.tpot_from,
     )
 
 
@@ -381,6 +384,7 @@ def _side(prep: Prepared, budget: Budget) -> Side:
         attainment=att,
         meta=dict(prep.run.meta),
         goodput_rps=att.good / duration if att is not None and duration else None,
+        held_to=prep.held_to if att is not None else (),
     )
 
 

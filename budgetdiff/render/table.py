@@ -32,6 +32,9 @@ def render_table(report: Report) -> str:
         if c.headline:
             out.append(plain(c.headline, 200))
         out += ["", _rows(c.slo, f"SLO {p}", compare, ("headroom",), lambda r: [cells.headroom(r)])]
+        meaning = cells.definitions(c)
+        if meaning:
+            out.append(plain(meaning, 300))
         if c.slices:
             out += [
                 "",
@@ -62,6 +65,12 @@ def render_table(report: Report) -> str:
                     f"attainment {name}: {a.good}/{a.total} requests met every target "
                     f"({pct(a.pct)} [{a.ci_pct[0]:.1f}, {a.ci_pct[1]:.1f}])"
                 )
+        if c.head.attainment is not None:
+            out.append(f"  a request meets: {plain(cells.held_to(c, c.head.held_to), 300)}")
+        # what the markdown folds away, said here too: a terminal has no <details>
+        notes = dict.fromkeys([*c.notes, *[n for r in (*c.slo, *c.slices) for n in r.notes]])
+        if notes:
+            out += ["", "notes:", *[f"  - {plain(n, 300)}" for n in notes]]
     return "\n".join(out) + "\n"
 
 
