@@ -35,6 +35,7 @@ class _Value:
     note: str | None = None
     bucket: tuple[float, float] | None = None
     histogram: Histogram | None = None
+    missing: str | None = None  # why there is no value: what the file has instead, and the fix
 
 
 def compare_aggregate(
@@ -77,7 +78,9 @@ def compare_aggregate(
         notes = tuple(n for n in ((b.note if b else None), h.note, c.note if c else None) if n)
         row = _row(kind, name, target, b, h, c, verdicts.get(i), budget, notes)
         absent = tuple(
-            v.note or f"{name}: no value" for v in (b, h) if v is not None and v.ms is None
+            v.missing or f"no {name} in {src}"
+            for v, src in ((h, head_run.source), (b, _source(base)))
+            if v is not None and v.ms is None
         )
         rows.append(replace(row, unmeasured=absent))
     return Comparison(
@@ -191,16 +194,24 @@ def _value(side: Run | Prepared | None, name: str, p: float) -> _Value:
         h = side.histograms[name]
         est, lo, hi = histogram_quantile(h, p)
         if math.isnan(est):
-            return _Value(None, f"{name}: the histogram is empty")
+            why = f"the {name} histogram in {side.source} is empty"
+            return _Value(None, f"{name}: the histogram is empty", missing=why)
         if math.isinf(hi):
-            return _Value(None, f"{name}: p{_p(p)} is above the highest bucket ({lo:g} ms)")
+            why = (
+                f"p{_p(p)} is above the highest {name} bucket ({lo:g} ms) in {side.source}: "
+                "the true value is unknown"
+            )
+            return _Value(
+                None, f"{name}: p{_p(p)} is above the highest bucket ({lo:g} ms)", missing=why
+            )
         return _Value(
             est, f"{name}: from histogram buckets, p{_p(p)} is in ({lo:g}, {hi:g}] ms", (lo, hi), h
         )
     held = side.summary.get(name, {})
     if p in held:
         return _Value(held[p])
-    return _Value(None, f"{name}: {_not_held(side.source, p, sorted(held))}")
+    why = _not_held(side.source, p, sorted(held))
+    return _Value(None, f"{name}: {why}", missing=why)
 
 
 def _not_held(source: str, p: float, have: list[float]) -> str:
@@ -220,6 +231,10 @@ def _names(side: Run | Prepared | None) -> list[str]:
     if isinstance(side, Prepared):
         return [*side.slices, *side.metrics]
     return [*side.summary, *[k for k in side.histograms if k not in side.summary]]
+
+
+def _source(side: Run | Prepared | None) -> str:
+    return "base" if side is None else _run(side).source
 
 
 def _run(side: Run | Prepared) -> Run:

@@ -194,13 +194,13 @@ def _unmeasured(c: Comparison, budget: Budget, served: bool) -> list[_Raw]:
         sides = [("head", r.head_ms)] + ([("base", r.base_ms)] if c.base is not None else [])
         gone = [side for side, value in sides if value is None]
         if gone and (served or r.unmeasured):
-            why = "; ".join(r.unmeasured) or f"no {r.label} value"
+            why = f" ({r.unmeasured[0]})" if r.unmeasured else ""
             out.append(
                 _Raw(
                     "unmeasured",
                     name,
-                    f"{r.label} is not measured at p{c.percentile:g} in {' or '.join(gone)} "
-                    f"({why}): it is not checked",
+                    f"{r.label} is not measured at p{c.percentile:g} in {' and '.join(gone)}"
+                    f"{why}: it is not checked",
                 )
             )
     return out
