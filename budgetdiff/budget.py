@@ -196,10 +196,26 @@ def _short_slice(value: object) -> object:
 
 
 def json_schema() -> dict[str, Any]:
-    schema = Budget.model_json_schema()
+    schema: dict[str, Any] = _quoted_numbers(Budget.model_json_schema())
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "budgetdiff budget file"
     return schema
+
+
+def _quoted_numbers(node: Any) -> Any:
+    """The budget takes a number written in quotes too (`budget: '800'`, kept as written by
+    `rebudget --write`): every number in the schema may also be a string that is one."""
+    if isinstance(node, list):
+        return [_quoted_numbers(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: _quoted_numbers(v) for k, v in node.items()}
+    if node.get("type") == "number":
+        number = {k: v for k, v in node.items() if k not in ("title", "description", "default")}
+        rest = {k: v for k, v in node.items() if k not in number}
+        quoted = {"type": "string", "pattern": r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"}
+        return {**rest, "anyOf": [number, quoted]}
+    return node
 
 
 def parse_budget(text: str, source: str) -> Budget:

@@ -25,9 +25,13 @@ def render_table(report: Report) -> str:
         out.append("")
         if len(report.scenarios) > 1:
             out.append(f"== scenario {plain(c.name or 'default')}: {s.verdict}")
-        counts = [f"head {cells.requests(c.head.requests)} ({c.head.failed} failed)"]
-        if c.base is not None:
-            counts.insert(0, f"base {cells.requests(c.base.requests)} ({c.base.failed} failed)")
+        sides = [("base", c.base), ("head", c.head)] if c.base is not None else [("head", c.head)]
+        counts = [
+            f"{name} {cells.requests(side.requests)}"
+            + (f" ({side.failed} failed)" if side.requests is not None else "")
+            for name, side in sides
+            if side is not None
+        ]
         out.append(", ".join(counts) + (", paired by request id" if c.paired else ""))
         if c.headline:
             out.append(plain(c.headline, 200))
