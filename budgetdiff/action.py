@@ -31,11 +31,21 @@ INPUTS = {
     "base-artifact": "INPUT_BASE_ARTIFACT",
     "comment-author": "INPUT_COMMENT_AUTHOR",
     "results-artifact": "INPUT_RESULTS_ARTIFACT",
+    "allow-missing-base": "INPUT_ALLOW_MISSING_BASE",
 }
 
 
 def _input(environ: Mapping[str, str], name: str) -> str:
     return environ.get(INPUTS[name], "").strip()
+
+
+def _flag(environ: Mapping[str, str], name: str) -> bool:
+    value = _input(environ, name).lower()
+    if value in ("", "false"):
+        return False
+    if value == "true":
+        return True
+    raise UsageError(f"input `{name}`: {value[:40]!r}: write true or false")
 
 
 def _files(value: str) -> list[str]:
@@ -108,6 +118,8 @@ def build(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         if value:
             argv.append(f"--{name}={value}")
     argv.append(f"--comment={_input(environ, 'comment') or 'true'}")
+    if _flag(environ, "allow-missing-base"):
+        argv.append("--allow-missing-base")
     return argv, env
 
 

@@ -5,7 +5,7 @@ tested on the bucket counts, and a percentile is only as exact as its bucket."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
@@ -35,6 +35,7 @@ class _Value:
     note: str | None = None
     bucket: tuple[float, float] | None = None
     histogram: Histogram | None = None
+    missing: str | None = None  # why there is no value: what the file has instead, and the fix
 
 
 def compare_aggregate(
@@ -75,7 +76,13 @@ def compare_aggregate(
         c = changes[i]
         target = targets.get(name) if kind == "slo" else budget.slice_budget(name)
         notes = tuple(n for n in ((b.note if b else None), h.note, c.note if c else None) if n)
-        rows.append(_row(kind, name, target, b, h, c, verdicts.get(i), budget, notes))
+        row = _row(kind, name, target, b, h, c, verdicts.get(i), budget, notes)
+        absent = tuple(
+            v.missing or f"no {name} in {src}"
+            for v, src in ((h, head_run.source), (b, _source(base)))
+            if v is not None and v.ms is None
+        )
+        rows.append(replace(row, unmeasured=absent))
     return Comparison(
         name=head_run.scenario,
         percentile=p,
@@ -187,17 +194,35 @@ def _value(side: Run | Prepared | None, name: str, p: float) -> _Value:
         h = side.histograms[name]
         est, lo, hi = histogram_quantile(h, p)
         if math.isnan(est):
-            return _Value(None, f"{name}: the histogram is empty")
+            why = f"the {name} histogram in {side.source} is empty"
+            return _Value(None, f"{name}: the histogram is empty", missing=why)
         if math.isinf(hi):
-            return _Value(None, f"{name}: p{_p(p)} is above the highest bucket ({lo:g} ms)")
+            why = (
+                f"p{_p(p)} is above the highest {name} bucket ({lo:g} ms) in {side.source}: "
+                "the true value is unknown"
+            )
+            return _Value(
+                None, f"{name}: p{_p(p)} is above the highest bucket ({lo:g} ms)", missing=why
+            )
         return _Value(
             est, f"{name}: from histogram buckets, p{_p(p)} is in ({lo:g}, {hi:g}] ms", (lo, hi), h
         )
     held = side.summary.get(name, {})
     if p in held:
         return _Value(held[p])
-    have = ", ".join(f"p{_p(q)}" for q in sorted(held))
-    return _Value(None, f"{name}: the file has no p{_p(p)} (it has {have or 'none'})")
+    why = _not_held(side.source, p, sorted(held))
+    return _Value(None, f"{name}: {why}", missing=why)
+
+
+def _not_held(source: str, p: float, have: list[float]) -> str:
+    """`p95 not in s.json: it has p50, p90, p99; set `percentile: 90` or ...`."""
+    if not have:
+        return f"p{_p(p)} not in {source}, nor any other percentile; pass the per-request file"
+    near = max((q for q in have if q <= p), default=min(have))
+    return (
+        f"p{_p(p)} not in {source}: it has {', '.join(f'p{_p(q)}' for q in have)}; set "
+        f"`percentile: {_p(near)}` in the budget or pass the per-request file"
+    )
 
 
 def _names(side: Run | Prepared | None) -> list[str]:
@@ -206,6 +231,10 @@ def _names(side: Run | Prepared | None) -> list[str]:
     if isinstance(side, Prepared):
         return [*side.slices, *side.metrics]
     return [*side.summary, *[k for k in side.histograms if k not in side.summary]]
+
+
+def _source(side: Run | Prepared | None) -> str:
+    return "base" if side is None else _run(side).source
 
 
 def _run(side: Run | Prepared) -> Run:
@@ -221,7 +250,7 @@ def _side(side: Run | Prepared) -> Side:
     failures = side.meta.get("failures")
     return Side(
         side.source,
-        count or 0,
+        count,
         int(failures) if isinstance(failures, float) else 0,
         None,
         dict(side.meta),

@@ -4,9 +4,9 @@ with its file, key and line."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
     BaseModel,
@@ -21,13 +21,21 @@ from pydantic import (
 from budgetdiff.errors import BudgetError
 
 FailKind = Literal[
-    "breach", "regression", "low_headroom", "over_budget", "overallocated", "no_base"
+    "breach",
+    "regression",
+    "low_headroom",
+    "over_budget",
+    "overallocated",
+    "no_base",
+    "unmeasured",
 ]
 FAIL_KINDS: tuple[str, ...] = FailKind.__args__  # type: ignore[attr-defined]
 Unit = Literal["ms", "s", "us"]
 UNIT_TO_MS = {"ms": 1.0, "s": 1000.0, "us": 0.001}
 _DEFAULT_FAIL_ON: tuple[FailKind, ...] = ("breach", "regression")
 _PERCENT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*%\s*$")
+# The SLO table's rows, by the names `regression.metrics` uses (the slices are the budget's).
+METRICS = ("ttft", "total", "itl", "tpot", "max_stall")
 
 
 def _fraction(value: object) -> object:
@@ -36,16 +44,23 @@ def _fraction(value: object) -> object:
         m = _PERCENT.match(value)
         if not m:
             raise ValueError(f"write a percentage such as '10%', not {value!r}")
-        return float(m.group(1)) / 100
+        value = float(m.group(1)) / 100
+        if not 0 <= value < 1:
+            raise ValueError(f"write a percentage from 0% to under 100%, not {value:.0%}")
+        return value
     if isinstance(value, bool):
         raise ValueError("write a percentage such as '10%'")
-    if isinstance(value, int | float) and not 0 <= value <= 1:
-        raise ValueError(f"write {value}% (with the % sign) or a fraction from 0 to 1")
+    if isinstance(value, int | float) and not 0 <= value < 1:
+        raise ValueError(f"write {value}% (with the % sign) or a fraction from 0 to under 1")
     return value
 
 
-Fraction = Annotated[float, BeforeValidator(_fraction), Field(ge=0, lt=1)]
 Ms = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+# What a user may write (the schema's view): a fraction, or a percentage string like '10%'.
+_FractionInput = Union[  # noqa: UP007 (a runtime type expression on Python 3.10)
+    Annotated[float, Field(ge=0, lt=1)], Annotated[str, Field(pattern=_PERCENT.pattern)]
+]
+Fraction = Annotated[float, BeforeValidator(_fraction, json_schema_input_type=_FractionInput)]
 
 
 class _Strict(BaseModel):
@@ -80,6 +95,13 @@ class Regression(_Strict):
     )
     min_ms: float = Field(default=5.0, ge=0, description="nor a smaller absolute one, ms")
     confidence: float = Field(default=0.95, gt=0.5, lt=1)
+    metrics: list[str] | None = Field(
+        default=None,
+        description="the rows whose regression may fail the gate: SLO metrics ("
+        + ", ".join(METRICS)
+        + ") and slices (default: every SLO metric with a target and every slice with a "
+        "budget; the other rows are information)",
+    )
 
 
 class Budget(_Strict):
@@ -90,7 +112,9 @@ class Budget(_Strict):
         default=95, gt=0, lt=100, description="budgets and SLOs are stated at this percentile"
     )
     slo: Slo = Field(default_factory=Slo)
-    slices: dict[str, Annotated[Slice, BeforeValidator(lambda v: _short_slice(v))]] = Field(
+    slices: dict[
+        str, Annotated[Slice, BeforeValidator(_short_slice, json_schema_input_type=Ms | Slice)]
+    ] = Field(
         default_factory=dict,
         description="in the order a request crosses them: `name: ms` or `name: {budget: ms, ...}`",
     )
@@ -118,6 +142,29 @@ class Budget(_Strict):
             )
         return self
 
+    @model_validator(mode="after")
+    def _regression_metrics(self) -> Budget:
+        from budgetdiff.table import KNOWN_SLICES, UNATTRIBUTED
+
+        known = [*METRICS, *(self.slices or KNOWN_SLICES), UNATTRIBUTED]
+        for name in self.regression.metrics or ():
+            if name not in known:
+                raise ValueError(
+                    f"regression.metrics: {name!r} is not a row of the report: name SLO "
+                    f"metrics ({', '.join(METRICS)}) or slices "
+                    f"({', '.join(self.slices or KNOWN_SLICES)}){_did_you_mean(name, known)}"
+                )
+        return self
+
+    def gated(self, kind: str, name: str) -> bool:
+        """May a regression of this row fail the gate? What `regression.metrics` names, else
+        every SLO metric with a target and every slice with a budget."""
+        if self.regression.metrics is not None:
+            return name in self.regression.metrics
+        if kind == "slo":
+            return name in self.slo.targets()
+        return name in self.slices
+
     @property
     def ttft_slices(self) -> list[str]:
         """The slices whose sum is the time to first token."""
@@ -135,6 +182,13 @@ class Budget(_Strict):
         return s.budget if s else None
 
 
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
 def _short_slice(value: object) -> object:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return {"budget": value}
@@ -142,10 +196,26 @@ def _short_slice(value: object) -> object:
 
 
 def json_schema() -> dict[str, Any]:
-    schema = Budget.model_json_schema()
+    schema: dict[str, Any] = _quoted_numbers(Budget.model_json_schema())
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "budgetdiff budget file"
     return schema
+
+
+def _quoted_numbers(node: Any) -> Any:
+    """The budget takes a number written in quotes too (`budget: '800'`, kept as written by
+    `rebudget --write`): every number in the schema may also be a string that is one."""
+    if isinstance(node, list):
+        return [_quoted_numbers(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    node = {k: _quoted_numbers(v) for k, v in node.items()}
+    if node.get("type") == "number":
+        number = {k: v for k, v in node.items() if k not in ("title", "description", "default")}
+        rest = {k: v for k, v in node.items() if k not in number}
+        quoted = {"type": "string", "pattern": r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"}
+        return {**rest, "anyOf": [number, quoted]}
+    return node
 
 
 def parse_budget(text: str, source: str) -> Budget:
@@ -171,19 +241,82 @@ def parse_budget(text: str, source: str) -> Budget:
     try:
         return Budget.model_validate(data)
     except ValidationError as e:
-        lines = []
-        for err in e.errors():
-            loc = [
-                str(p) for p in err["loc"] if p not in ("function-before[_short_slice(), Slice]",)
-            ]
-            loc = [p for p in loc if not p.startswith("function-")]
-            key = ".".join(loc) or "(top level)"
-            line = _line_of(root, loc)
-            msg = err["msg"].removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                msg = "unknown key (misspelt?); `budgetdiff schema` lists the keys"
-            lines.append(f"{source}{f':{line}' if line else ''}: {key}: {msg}")
-        raise BudgetError("\n".join(lines)) from None
+        # an unknown key first: it often explains the rest (`budgt:` -> `budget` is missing)
+        errors = sorted(e.errors(), key=lambda err: err["type"] != "extra_forbidden")
+        loc = [str(p) for p in errors[0]["loc"] if not str(p).startswith("function-")]
+        if loc[0::2] == ["slices", "budget"] and not isinstance(
+            data["slices"].get(loc[1]), Mapping
+        ):
+            loc = loc[:2]  # written short, `decode: -5`: there is no `budget:` key to name
+        msg = _in_budget_words(errors[0], loc)
+        if not loc:  # a check across keys names its key first: `first_token_after: ...`
+            loc = msg.split(":", 1)[0].split(".")
+            msg = msg.split(": ", 1)[-1]
+        line = _line_of(root, loc)
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        raise BudgetError(
+            f"{source}{f':{line}' if line else ''}: {'.'.join(loc)}: {msg}{more}"
+        ) from None
+
+
+def _keys_at(loc: list[str]) -> list[str]:
+    """The keys the budget allows in the mapping that holds `loc[-1]`."""
+    model: type[BaseModel] = Budget
+    parent = loc[:-1]
+    if parent[:1] == ["slo"]:
+        model = Slo
+    elif parent[:1] == ["regression"]:
+        model = Regression
+    elif parent[:1] == ["slices"] and len(parent) == 2:
+        model = Slice
+    return list(model.model_fields)
+
+
+def _in_budget_words(err: Any, loc: list[str]) -> str:
+    """A pydantic error, said in the budget's own terms: what is wrong and what to write."""
+    kind, key, given = err["type"], (loc[-1] if loc else ""), err.get("input")
+    shown = repr(given) if not isinstance(given, dict | list) else f"a {type(given).__name__}"
+    shown = "nothing" if given is None else shown
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    ctx = err.get("ctx") or {}
+    if kind == "extra_forbidden":
+        keys = _keys_at(loc)
+        hint = _did_you_mean(key, keys) or f"; the keys here are {', '.join(keys)}"
+        return f"unknown key{hint}"
+    if kind == "missing":
+        return "required here" + ("; write `budget: MS`" if key == "budget" else "")
+    if len(loc) == 2 and loc[0] == "slices" and kind in ("model_type", "dict_type"):
+        return (
+            f"write the slice's budget in milliseconds, `{key}: 4200` or "
+            f"`{key}: {{budget: 4200, column: NAME}}`, not {shown}"
+        )
+    if kind in ("model_type", "dict_type"):
+        return f"must be a mapping of keys (`{key}: {{...}}`), not {shown}"
+    if kind == "list_type":
+        return f"must be a list, e.g. `{key}: [breach, regression]`, not {shown}"
+    if kind == "literal_error" and key == "version":
+        return f"must be 1 (the only version of the budget file), not {shown}"
+    if kind == "literal_error":
+        allowed = re.findall(r"'([^']*)'|(\d+)", str(ctx.get("expected", "")))
+        choices = [a or b for a, b in allowed]
+        return f"{shown} is not one of {', '.join(choices)}{_did_you_mean(str(given), choices)}"
+    unit = {"percentile": "", "confidence": "", "version": ""}.get(key, " ms")
+    bound = {
+        "greater_than": "more than",
+        "greater_than_equal": "at least",
+        "less_than": "less than",
+        "less_than_equal": "at most",
+    }
+    if kind in bound:
+        limit = next(iter(ctx.values()), "")
+        return f"must be {bound[kind]} {limit:g}{unit}, not {shown}"
+    if kind.startswith(("float", "int", "finite")):
+        example = {"percentile": "95", "confidence": "0.95"}.get(key, "4200")
+        what = "a number" + (" of milliseconds" if unit else "")
+        return f"must be {what}, e.g. `{key}: {example}`, not {shown}"
+    if kind == "string_type":
+        return f"must be a name (text), not {shown}"
+    return str(err["msg"]).removeprefix("Value error, ")
 
 
 def _line_of(node: Any, loc: list[str]) -> int | None:

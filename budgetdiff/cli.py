@@ -64,9 +64,20 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -
     budget = load_budget(Path(args.budget))
     fail_on = _fail_on(args.fail_on, budget)
     base_files, no_base = _base_files(args, env)
-    head = _read_side(args.head, args.head_ref, args, budget, env)
-    base = _read_side(base_files, args.base_ref, args, budget, env) if base_files else None
-    report = _evaluate(base, head, budget, fail_on, args, no_base)
+    sizes: dict[str, list[int]] = {"base": [], "head": []}
+    head = _read_side(args.head, args.head_ref, args, budget, env, sizes["head"])
+    base = (
+        _read_side(base_files, args.base_ref, args, budget, env, sizes["base"])
+        if base_files
+        else None
+    )
+    same = None
+    if base is not None and sizes["base"] == sizes["head"] and _same_bytes(base_files, args, env):
+        same = (
+            f"base ({', '.join(base_files)}) and head ({', '.join(args.head)}) are the same "
+            "bytes: nothing was compared; point --base at the base commit's results"
+        )
+    report = _evaluate(base, head, budget, fail_on, args, no_base, same_input=same)
     return _finish(report, args, env, out)
 
 
@@ -193,7 +204,9 @@ def _read_side(
     args: argparse.Namespace,
     budget: Budget,
     env: Mapping[str, str],
+    sizes: list[int] | None = None,
 ) -> list[Run]:
+    """The runs in `paths`; each file's size in bytes goes to `sizes`."""
     from budgetdiff import sources
     from budgetdiff.formats import ReadOptions, detect
     from budgetdiff.formats.combine import combine
@@ -211,6 +224,8 @@ def _read_side(
     per_file = []
     for path in paths:
         data = sources.read_bytes(path, ref, limit)
+        if sizes is not None:
+            sizes.append(len(data))
         label = f"{ref}:{path}" if ref else path
         per_file.append(detect.read(data, label, args.format, options))
     runs = combine(per_file, paths)  # one file passes through, after its own checks
@@ -229,6 +244,8 @@ def _evaluate(
     fail_on: list[str],
     args: argparse.Namespace,
     no_base: str | None,
+    *,
+    same_input: str | None = None,
 ) -> Report:
     from budgetdiff.compare import compare, runs_match
     from budgetdiff.judge import judge
@@ -260,7 +277,9 @@ def _evaluate(
             assert sides[1] is not None
             c = compare_aggregate(sides[0], sides[1], budget)
         gone = [r.scenario or "default" for r in base_only] if not scenarios else []
-        findings, verdict = judge(c, budget, fail_on, no_base=missing, base_only=gone)
+        findings, verdict = judge(
+            c, budget, fail_on, no_base=missing, base_only=gone, same_input=same_input
+        )
         scenarios.append(Scenario(c, tuple(findings), verdict))
     mode = "compare" if base is not None or no_base is not None else "check"
     return Report(id=args.id, mode=mode, scenarios=tuple(scenarios))
@@ -331,12 +350,27 @@ def _base_files(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[list[
             "compare needs --base FILE (or --base-artifact NAME with --github); "
             "to check one run alone use `budgetdiff check --head FILE`"
         )
+    if args.base_ref is None and not getattr(args, "allow_missing_base", False):
+        return args.base, None  # a local path that is not there is a typo: exit 2, like head
+    # absent by design: not committed in the base yet, or allowed (the PR adding a benchmark)
     present = [p for p in args.base if sources.exists(p, args.base_ref)]
     if len(present) < len(args.base):
         gone = [p for p in args.base if p not in present]
         where = f" in {args.base_ref}" if args.base_ref else ""
         return [], f"the base results {', '.join(gone)} do not exist{where}"
     return args.base, None
+
+
+def _same_bytes(base: list[str], args: argparse.Namespace, env: Mapping[str, str]) -> bool:
+    """Base and head are the same bytes, file by file (asked only when the sizes match, so a
+    real pair costs nothing; a second read is cheaper than holding both files in memory)."""
+    from budgetdiff import sources
+
+    limit = sources.max_bytes(env)
+    return all(
+        sources.read_bytes(b, args.base_ref, limit) == sources.read_bytes(h, args.head_ref, limit)
+        for b, h in zip(base, args.head, strict=True)
+    )
 
 
 def _fail_on(raw: str | None, budget: Budget) -> list[str]:
@@ -450,6 +484,12 @@ def _common(p: argparse.ArgumentParser, name: str) -> None:
             action="append",
             metavar="FILE",
             help="base results; repeat for a run in several files",
+        )
+        p.add_argument(
+            "--allow-missing-base",
+            action="store_true",
+            help="a --base FILE that does not exist is the no_base finding, not an error "
+            "(the PR that adds the benchmark)",
         )
     if name != "demo":
         p.add_argument(

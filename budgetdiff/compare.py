@@ -53,6 +53,8 @@ class Row:
     over_budget: bool | None = None
     tail_share_pct: float | None = None
     tail_change_ms: float | None = None
+    # why a side has no value where one was expected, in words (`p95 not in head.json: ...`)
+    unmeasured: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -64,11 +66,12 @@ class Side:
     """What the report says about one run as a whole."""
 
     source: str
-    requests: int
+    requests: int | None  # None: the file does not say how many requests ran
     failed: int
     attainment: stats.Attainment | None
     meta: dict[str, str | float]
     goodput_rps: float | None = None  # good requests per second of benchmark time
+    held_to: tuple[str, ...] = ()  # the SLO metrics `attainment` holds each request to
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,7 @@ class Comparison:
     not_comparable: tuple[str, ...]
     paired: bool
     notes: tuple[str, ...]
+    tpot_from: str | None = None  # what the TPOT row divides by (tokens - 1): see prepare
 
 
 def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison:
@@ -238,6 +242,7 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
         not_comparable=tuple(_not_comparable(base, head)) if base is not None else (),
         paired=pairs is not None,
         notes=tuple(notes),
+        tpot_from=head.tpot_from,
     )
 
 
@@ -379,6 +384,7 @@ def _side(prep: Prepared, budget: Budget) -> Side:
         attainment=att,
         meta=dict(prep.run.meta),
         goodput_rps=att.good / duration if att is not None and duration else None,
+        held_to=prep.held_to if att is not None else (),
     )
 
 

@@ -12,6 +12,7 @@ from budgetdiff.compare import Comparison, Row
 from budgetdiff.render.numbers import ms, pct, signed_ms
 
 VERDICT_ORDER = {"pass": 0, "warn": 1, "fail": 2}
+_FIRST_TOKEN_SLICES = ("network", "gateway", "queue", "prefill", "first_token")
 
 
 @dataclass(frozen=True)
@@ -39,12 +40,15 @@ def judge(
     *,
     no_base: str | None = None,
     base_only: Sequence[str] = (),
+    same_input: str | None = None,
 ) -> tuple[list[Finding], str]:
     """Findings for one scenario, and its verdict (pass, warn or fail)."""
     fail = set(fail_on)
     raw: list[_Raw] = []
     if no_base is not None:
         raw.append(_Raw("no_base", "base", no_base))
+    if same_input is not None:  # compared with itself: there is no base to speak of
+        raw.append(_Raw("same_input", "base", same_input, "no_base"))
     for name in base_only:
         raw.append(
             _Raw(
@@ -72,7 +76,8 @@ def worst(verdicts: Iterable[str]) -> str:
 def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
     p = f"p{c.percentile:g}"
     out: list[_Raw] = []
-    if c.head.requests and c.head.failed == c.head.requests:
+    served = not (c.head.requests and c.head.failed == c.head.requests)
+    if not served:
         out.append(
             _Raw(
                 "breach",
@@ -80,18 +85,7 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
                 f"every one of the {c.head.requests:,} head requests failed: no SLO holds",
             )
         )
-    measured = {r.name for r in c.slo}
-    for name in budget.slo.targets():
-        if name not in measured:
-            out.append(
-                _Raw(
-                    "unmeasured",
-                    name,
-                    f"the budget sets a {name} target, but this data "
-                    f"cannot give {name}: it is not checked",
-                    None,
-                )
-            )
+    out += _unmeasured(c, budget, served)
     slice_total = sum(s.budget for s in budget.slices.values())
     if budget.slo.total is not None and budget.slices and slice_total > budget.slo.total:
         out.append(
@@ -137,6 +131,7 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
     regressed = [r for r in rows if r.change == "regression"]
     if c.not_comparable and regressed:
         # a regression that may only be a different load: it still fails like a regression
+        gated = any(budget.gated(r.kind, r.name) for r in regressed)
         out.append(
             _Raw(
                 "not_comparable",
@@ -146,12 +141,11 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
                 + "): the changes of "
                 + ", ".join(r.label for r in regressed)
                 + " may be the load, not the code; rerun both with the same load",
-                "regression",
+                "regression" if gated else None,
             )
         )
     else:
-        for r in regressed:
-            out.append(_Raw("regression", r.name, _regression_message(r, p)))
+        out += _regressions(c, budget, p)
         if c.not_comparable:
             out.append(
                 _Raw(
@@ -171,11 +165,93 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
             else "no per-request data for an interval"
         )
         out.append(_Raw("inconclusive", names, f"{names}: {why}; the gate cannot tell", None))
-    if c.base is not None and c.head.failed and c.head.failed < c.head.requests:
+    counted = c.base is not None and c.base.requests and c.head.requests
+    if counted and c.head.failed and c.head.failed < (c.head.requests or 0):
         out.append(_failure_rate(c, budget.regression.confidence))
     for message in c.feasibility:
         out.append(_Raw("infeasible", "slo", message, None))
     return out
+
+
+def _unmeasured(c: Comparison, budget: Budget, served: bool) -> list[_Raw]:
+    """A target the budget sets that was not evaluated on both sides: never a silent pass."""
+    out = []
+    rows = {(r.kind, r.name): r for r in (*c.slo, *c.slices)}
+    targets = [("slo", n) for n in budget.slo.targets()] + [("slice", n) for n in budget.slices]
+    for kind, name in targets:
+        r = rows.get((kind, name))
+        if r is None:
+            if kind == "slo":  # a budget slice the data lacks is bad input, not a finding
+                out.append(
+                    _Raw(
+                        "unmeasured",
+                        name,
+                        f"the budget sets a {name} target, but this data "
+                        f"cannot give {name}: it is not checked",
+                    )
+                )
+            continue
+        sides = [("head", r.head_ms)] + ([("base", r.base_ms)] if c.base is not None else [])
+        gone = [side for side, value in sides if value is None]
+        if gone and (served or r.unmeasured):
+            why = f" ({r.unmeasured[0]})" if r.unmeasured else ""
+            out.append(
+                _Raw(
+                    "unmeasured",
+                    name,
+                    f"{r.label} is not measured at p{c.percentile:g} in {' and '.join(gone)}"
+                    f"{why}: it is not checked",
+                )
+            )
+    return out
+
+
+def _moved_by(c: Comparison, budget: Budget) -> dict[str, set[str]]:
+    """Which slices each SLO row is made of: a regression of the slice moves the row."""
+    names = {r.name for r in c.slices}
+    decode = {"decode"} if "decode" in names else names - set(budget.ttft_slices)
+    ttft = set(budget.ttft_slices) if budget.slices else set(_FIRST_TOKEN_SLICES)
+    return {
+        "total": names,
+        "ttft": ttft & names,
+        "tpot": decode,
+        "itl": decode,
+        "max_stall": decode,
+    }
+
+
+def _regressions(c: Comparison, budget: Budget, p: str) -> list[_Raw]:
+    """One finding per cause: a slice that regressed lists the SLO rows it moved (decode ->
+    end to end, TPOT); an SLO row no regressed slice explains is its own finding. A finding
+    fails only when a row in it is one the budget gates (`Budget.gated`)."""
+    made_of = _moved_by(c, budget)
+    slo = [r for r in c.slo if r.change == "regression"]
+    causes = [r for r in c.slices if r.change == "regression"]
+    explained: set[str] = set()
+    out = []
+    for cause in causes:
+        moved = [r for r in slo if cause.name in made_of.get(r.name, ())]
+        explained |= {r.name for r in moved}
+        message = _regression_message(cause, p)
+        if moved:
+            message += "; it moved " + " and ".join(
+                f"{r.label} by {pct(r.delta_pct, signed=True)}" for r in moved
+            )
+        out.append(_regression(cause, moved, budget, message))
+    for r in slo:
+        if r.name not in explained:
+            out.append(_regression(r, [], budget, _regression_message(r, p)))
+    return out
+
+
+def _regression(cause: Row, moved: list[Row], budget: Budget, message: str) -> _Raw:
+    if any(budget.gated(r.kind, r.name) for r in (cause, *moved)):
+        return _Raw("regression", cause.name, message)
+    message += (
+        " (information: the budget sets no target or budget for it; name it in "
+        "regression.metrics to gate on it)"
+    )
+    return _Raw("regression", cause.name, message, None)
 
 
 def _regression_message(r: Row, p: str) -> str:
@@ -192,7 +268,7 @@ def _regression_message(r: Row, p: str) -> str:
 def _failure_rate(c: Comparison, confidence: float) -> _Raw:
     """Failed requests always show; a significantly higher failure rate fails like a regression."""
     assert c.base is not None
-    fb, nb, fh, nh = c.base.failed, c.base.requests, c.head.failed, c.head.requests
+    fb, nb, fh, nh = c.base.failed, c.base.requests or 0, c.head.failed, c.head.requests or 0
     rb, rh = fb / nb if nb else 0.0, fh / nh if nh else 0.0
     pooled = (fb + fh) / (nb + nh)
     se = math.sqrt(pooled * (1 - pooled) * (1 / nb + 1 / nh)) if nb and nh else 0.0

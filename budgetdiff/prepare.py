@@ -35,6 +35,8 @@ class Prepared:
     good: np.ndarray | None = None  # per request (all of them): met every per-request target
     duration_s: float | None = None  # benchmark time: the input's, or first start to last end
     notes: tuple[str, ...] = field(default_factory=tuple)
+    held_to: tuple[str, ...] = ()  # the SLO targets `good` holds each request to
+    tpot_from: str | None = None  # what TPOT divides: "decode", or "total - TTFT" without one
 
 
 def prepare(run: Run, budget: Budget) -> Prepared:
@@ -103,11 +105,11 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     metrics: dict[str, FloatArray] = {"total": total}
     if ttft is not None:
         metrics["ttft"] = ttft
-    if run.output_tokens is not None and ttft is not None:
-        tokens = pick(run.output_tokens)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            tpot = (total - ttft) / (tokens - 1)
-        metrics["tpot"] = tpot[np.isfinite(tpot) & (tokens > 1)]
+    tpot_from = None
+    if run.output_tokens is not None and (ttft is not None or "decode" in slices):
+        tpot_from = "decode" if "decode" in slices else "total - TTFT"
+        tpot = _tpot(pick(run.output_tokens), slices, metrics["total"], ttft)
+        metrics["tpot"] = tpot[np.isfinite(tpot)]
     if run.itl is not None:
         itl = run.itl
         lengths = np.diff(itl.offsets)
@@ -128,7 +130,7 @@ def prepare(run: Run, budget: Budget) -> Prepared:
 
     notes += _run_notes(run, order is None and run.start_time is not None)
     rid = pick(run.request_id) if run.request_id is not None else None
-    good, why = _good(run, budget, kept, metrics)
+    good, held_to, why = _good(run, budget, kept, metrics, slices)
     if why:
         notes.append(why)
     duration = run.duration_s
@@ -147,6 +149,8 @@ def prepare(run: Run, budget: Budget) -> Prepared:
         failed=int(run.n - ok.sum()),
         good=good,
         notes=tuple(notes),
+        held_to=held_to,
+        tpot_from=tpot_from,
     )
 
 
@@ -170,29 +174,53 @@ def material(total: FloatArray) -> float:
     )
 
 
-def _good(
-    run: Run, budget: Budget, kept: np.ndarray, metrics: dict[str, FloatArray]
-) -> tuple[np.ndarray | None, str | None]:
-    """Joint per-request SLO: succeeded and every per-request target met (`<=`).
+def _tpot(
+    tokens: FloatArray, slices: dict[str, FloatArray], total: FloatArray, ttft: FloatArray | None
+) -> FloatArray:
+    """Time per output token after the first, per request: decode / (tokens - 1) where the data
+    has a decode slice (so `app` and `unattributed` time is not counted as decoding), else
+    (total - TTFT) / (tokens - 1), vLLM's definition. NaN where tokens <= 1 or unknown."""
+    decoding = (
+        slices["decode"] if "decode" in slices else total - ttft if ttft is not None else None
+    )
+    if decoding is None:
+        return np.full(len(tokens), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(tokens > 1, decoding / (tokens - 1), np.nan)
 
-    None, and why, when a target cannot be checked request by request: attainment that
-    silently skipped a target would claim more than it knows.
+
+def _good(
+    run: Run,
+    budget: Budget,
+    kept: np.ndarray,
+    metrics: dict[str, FloatArray],
+    slices: dict[str, FloatArray],
+) -> tuple[np.ndarray | None, tuple[str, ...], str | None]:
+    """Joint per-request SLO: succeeded and every target the SLO table checks met (`<=`).
+
+    A target the table cannot check (no such metric in the data) is not held here either; the
+    judge reports it as `unmeasured`. None, and why, when a checked target cannot be checked
+    for every request: attainment that silently skipped requests would claim more than it knows.
     """
-    targets = budget.slo.targets()
+    targets = {k: v for k, v in budget.slo.targets().items() if k in metrics}
     if not targets or not run.per_request:
-        return None, None
+        return None, (), None
     good = np.zeros(run.n, dtype=bool)
     met = np.ones(len(kept), dtype=bool)
     for name, target in targets.items():
-        per_request = _per_request_metric(run, name, kept, metrics)
+        per_request = _per_request_metric(run, name, kept, metrics, slices)
         if per_request is None or not np.isfinite(per_request).all():
-            return None, (
-                f"SLO attainment is left out: the {name} target cannot be checked for every "
-                "request (it needs per-request TTFT, total and output token counts)"
+            return (
+                None,
+                (),
+                (
+                    f"SLO attainment is left out: the {name} target cannot be checked for every "
+                    "request (it needs per-request TTFT, total and output token counts)"
+                ),
             )
         met &= per_request <= target
     good[kept] = met
-    return good, None
+    return good, tuple(targets), None
 
 
 def _run_notes(run: Run, unordered: bool) -> list[str]:
@@ -220,17 +248,31 @@ def _run_notes(run: Run, unordered: bool) -> list[str]:
 
 
 def _per_request_metric(
-    run: Run, name: str, kept: np.ndarray, metrics: dict[str, FloatArray]
+    run: Run,
+    name: str,
+    kept: np.ndarray,
+    metrics: dict[str, FloatArray],
+    slices: dict[str, FloatArray],
 ) -> FloatArray | None:
+    """Each kept request's own value of an SLO metric, as the attainment holds it to a target:
+    TTFT and total as measured; TPOT as the TPOT row computes it; ITL by the mean of the
+    request's own gaps (AIPerf's per-request ITL; the ITL row pools every gap instead)."""
     if name in ("ttft", "total"):
         return metrics.get(name)
-    if name in ("itl", "tpot") and "ttft" in metrics and run.output_tokens is not None:
-        # a per-token target holds for a request when its mean gap (TPOT) is within it
+    if name == "tpot" and run.output_tokens is not None:
         tokens = run.output_tokens[kept]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            tpot = (metrics["total"] - metrics["ttft"]) / (tokens - 1)
+        tpot = _tpot(tokens, slices, metrics["total"], metrics.get("ttft"))
         # one token has no gap to miss a per-token target with; an unknown count stays NaN
-        return np.where(tokens == 1, 0.0, np.where(tokens > 1, tpot, np.nan))
+        return np.where(tokens == 1, 0.0, tpot)
+    if name == "itl" and run.itl is not None:
+        lengths = np.diff(run.itl.offsets)
+        sums = np.zeros(run.n)
+        has = lengths > 0
+        if has.any():
+            sums[has] = np.add.reduceat(run.itl.values, run.itl.offsets[:-1][has])
+        mean = np.divide(sums, lengths, out=np.zeros(run.n), where=has)  # no gap: none missed
+        own: FloatArray = mean[kept]
+        return own
     return None
 
 

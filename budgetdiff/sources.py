@@ -41,7 +41,9 @@ def read_bytes(path: str, ref: str | None, limit: int) -> bytes:
             f"{path}: no such file; check the path (relative to {Path.cwd()})"
         ) from None
     except IsADirectoryError:
-        raise InputError(f"{path}: is a folder; pass the results file inside it") from None
+        raise InputError(
+            f"{path}: is a directory, not a results file; pass the file inside it"
+        ) from None
     except OSError as e:
         raise InputError(f"{path}: cannot read it ({e.strerror})") from None
     if not data.strip():
@@ -51,7 +53,7 @@ def read_bytes(path: str, ref: str | None, limit: int) -> bytes:
 
 def exists(path: str, ref: str | None) -> bool:
     if ref is None:
-        return Path(path).is_file()
+        return Path(path).exists()  # a directory is there: reading it says what is wrong
     _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], ref, path)
     try:
         _git(["cat-file", "-e", f"{ref}:./{path}"], ref, path)

@@ -132,6 +132,7 @@ def test_missing_base_is_a_finding_never_a_silent_pass(
         str(budget),
         "--output",
         "json",
+        "--allow-missing-base",
     ]
     code, out, _ = run(args, capsys)
     report = json.loads(out)

@@ -32,7 +32,7 @@ BAD_BUDGETS = [
     (
         "negative budget",
         BUDGET.replace("decode: 4200", "decode: -5"),
-        ("budget.yml", "slices.decode", "greater than 0"),
+        ("budget.yml:4: slices.decode: must be more than 0 ms, not -5",),
     ),
     (
         "percentile 120",

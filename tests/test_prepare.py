@@ -40,12 +40,25 @@ def test_a_failed_request_may_have_any_gaps() -> None:
     assert list(prep.metrics["itl"]) == [1.0, 2.0]
 
 
-def test_attainment_is_left_out_when_a_target_cannot_be_checked_per_request() -> None:
-    prep = prepare(run_with_gaps([[1, 2], [3, 4]]), BUDGET)  # no output token counts
-    assert prep.good is None
-    assert any("itl target cannot be checked" in n for n in prep.notes)
-    tokens = np.array([11.0, 3.0])  # TPOT (150 - 50) / 10 = 10 ms meets 20; / 2 = 50 does not
-    prep = prepare(run_with_gaps([[1, 2], [3, 4]], output_tokens=tokens), BUDGET)
+def test_attainment_holds_itl_by_each_requests_own_mean_gap_as_the_table_says() -> None:
+    # no output token counts: ITL is still checked, from the request's own gaps
+    prep = prepare(run_with_gaps([[1, 2], [30, 40]]), BUDGET)
+    assert prep.good is not None and list(prep.good) == [True, False]  # means 1.5 and 35
+    assert prep.held_to == ("total", "itl")
+    # a TPOT target with no token counts has no TPOT row: not held in attainment either
+    tpot = parse_budget("version: 1\nslo: {total: 6000, tpot: 20}\n", "b.yml")
+    prep = prepare(run_with_gaps([[1, 2], [30, 40]]), tpot)
+    assert "tpot" not in prep.metrics and prep.held_to == ("total",)
+
+
+def test_attainment_is_left_out_when_a_checked_target_cannot_be_checked_per_request() -> None:
+    tpot = parse_budget("version: 1\nslo: {total: 6000, tpot: 20}\n", "b.yml")
+    tokens = np.array([11.0, np.nan])  # TPOT 100 / 10 = 10 ms for the first; unknown after
+    prep = prepare(run_with_gaps([[1, 2], [3, 4]], output_tokens=tokens), tpot)
+    assert prep.good is None and prep.held_to == ()
+    assert any("tpot target cannot be checked" in n for n in prep.notes)
+    tokens = np.array([11.0, 3.0])  # TPOT decode 100 / 10 = 10 ms meets 20; / 2 = 50 does not
+    prep = prepare(run_with_gaps([[1, 2], [3, 4]], output_tokens=tokens), tpot)
     assert prep.good is not None and list(prep.good) == [True, False]
 
 

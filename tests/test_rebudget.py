@@ -309,7 +309,7 @@ def test_write_budget_errors_name_the_file_and_leave_it_alone(tmp_path: Path) ->
     ):
         write_budget(path, {"b": 5})
     path.write_text("slices:\n  a: 10\n  b: 20\n", encoding="utf-8")
-    with pytest.raises(BudgetError, match=re.escape(f"{path}:3: slices.b.budget:")):
+    with pytest.raises(BudgetError, match=re.escape(f"{path}:3: slices.b: must be more than 0")):
         write_budget(path, {"b": 0})  # would not be a valid budget: nothing is written
     assert path.read_text(encoding="utf-8") == "slices:\n  a: 10\n  b: 20\n"
     path.write_text("version: 1\n", encoding="utf-8")

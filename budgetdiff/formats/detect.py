@@ -51,8 +51,10 @@ def detect(data: bytes, source: str, options: ReadOptions) -> ModuleType:
         mod = module(name)
         if mod.sniff(head, source):
             return mod
-    if options.columns:  # the budget maps its own column names: a native table
-        return module("native")
+    native = module("native")
+    # the budget maps its own column names, or the columns are its own slices: a native table
+    if options.columns or native.has_slices(head, options.slices):
+        return native
     raise InputError(
         f"{source}: not a format budgetdiff recognises (tried {', '.join(FORMATS)}); pass "
         "--format NAME, or write a CSV/JSON table with one row per request"

@@ -112,31 +112,47 @@ def sniff(head: bytes, name: str) -> bool:
     """Parquet magic, or a text table / flat JSON objects with a latency-looking column."""
     if head.startswith(b"PAR1"):
         return True
+    header = _header(head)
+    return header is not None and _looks_native_header(header)
+
+
+def has_slices(head: bytes, slices: Sequence[str]) -> bool:
+    """A text table / flat JSON objects with a column named after one of the budget's own
+    slices (`retrieval_ms`, `guardrail`), and no benchmark tool's keys."""
+    header = _header(head)
+    if header is None:
+        return False
+    names = {c.strip() for c in header}
+    wanted = {s + suffix for s in slices for suffix in _SUFFIXES}
+    return bool(names & wanted) and not (names & TOOL_KEYS)
+
+
+def _header(head: bytes) -> list[str] | None:
+    """The column names of a text table, or the keys of the first flat JSON object."""
     try:
         text = head.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         # the head may end inside a multi-byte character
         if exc.start < len(head) - 4:
-            return False
+            return None
         text = head[: exc.start].decode("utf-8-sig")
     stripped = text.lstrip()
     if not stripped:
-        return False
+        return None
     if stripped[0] in "[{":
         try:
             first = _first_json_object(stripped)
         except (ValueError, RecursionError):
-            return False
-        return isinstance(first, dict) and _flat(first) and _looks_native_header(list(first))
+            return None
+        return list(first) if isinstance(first, dict) and _flat(first) else None
     if "\x00" in text:
-        return False
+        return None
     line = stripped.splitlines()[0]
     delimiter = _delimiter(line)
     try:
-        header = next(csv.reader([line], delimiter=delimiter))
+        return next(csv.reader([line], delimiter=delimiter))
     except (csv.Error, StopIteration):
-        return False
-    return _looks_native_header(header)
+        return None
 
 
 # ---------------------------------------------------------------- loading

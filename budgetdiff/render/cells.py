@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from budgetdiff.compare import Row
-from budgetdiff.render.numbers import num, pct
+from budgetdiff.compare import Comparison, Row
+from budgetdiff.render.numbers import ms, num, pct
 
 CHANGE_WORDS = {
     "regression": "regression",
@@ -36,6 +36,35 @@ def change(r: Row) -> str:
     elif r.change == "none" and r.mde_pct is not None:
         word += f" (could see ≥ {r.mde_pct:.0f}%)"
     return f"{text} {word}"
+
+
+def definitions(c: Comparison) -> str | None:
+    """The one line under the SLO table saying what its ITL and TPOT rows are."""
+    shown = {r.name for r in c.slo}
+    parts = []
+    if "itl" in shown:
+        parts.append("ITL pools every gap between tokens of every request (token-weighted)")
+    if "tpot" in shown:
+        how = {
+            "decode": "decode / (output tokens - 1)",
+            "total - TTFT": "(end to end - TTFT) / (output tokens - 1)",
+        }.get(c.tpot_from or "", "as the tool computes it")
+        parts.append(f"TPOT is each request's mean gap, {how} (request-weighted)")
+    return "; ".join(parts) + "." if parts else None
+
+
+def held_to(c: Comparison, names: tuple[str, ...]) -> str:
+    """`TTFT ≤ 1,200 ms, ITL ≤ 60 ms (the mean of its own gaps)`: what attainment checks."""
+    how = {"itl": " (the mean of its own gaps)", "tpot": " (its own mean gap)"}
+    rows = {r.name: r for r in c.slo}
+    return ", ".join(
+        f"{rows[n].label} ≤ {ms(rows[n].target_ms)}{how.get(n, '')}" for n in names if n in rows
+    )
+
+
+def requests(n: int | None) -> str:
+    """`1,000 requests`, or that the file does not say: never `0 requests` for unknown."""
+    return "requests: count not in the file" if n is None else f"{n:,} requests"
 
 
 def headroom(r: Row) -> str:

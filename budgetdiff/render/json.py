@@ -111,6 +111,7 @@ def _attainment(c: Comparison) -> dict[str, Any] | None:
                 "pct": _f(a.pct),
                 "ci_pct": [_f(a.ci_pct[0]), _f(a.ci_pct[1])],
                 "goodput_rps": _f(side.goodput_rps) if side is not None else None,
+                "held_to": list(side.held_to) if side is not None else [],
             }
         )
     return out if any(out.values()) else None

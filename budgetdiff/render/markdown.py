@@ -113,6 +113,9 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
         for r in c.slo
     ]
     lines += _table(head, body, "lrrrlr" if compare else "lrrr")
+    meaning = cells.definitions(c)
+    if meaning:
+        lines += ["", f"<sub>{md(meaning, 300)}</sub>"]
     rows = [r for r in c.slices if all_slices or r.change == "regression" or r.over_budget]
     if rows:
         head = [
@@ -149,8 +152,8 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
 
 
 def _requests_line(c: Comparison) -> str:
-    def side(name: str, n: int, failed: int) -> str:
-        return f"{name} {n:,} requests" + (f" ({failed:,} failed)" if failed else "")
+    def side(name: str, n: int | None, failed: int) -> str:
+        return f"{name} {cells.requests(n)}" + (f" ({failed:,} failed)" if failed else "")
 
     parts = []
     if c.base is not None:
@@ -213,8 +216,9 @@ def _details(c: Comparison) -> list[str]:
             ]
             for name, side, a in att
         ]
+        held = cells.held_to(c, att[-1][1].held_to)
         text = [
-            "A request is good when it succeeded and met every SLO target itself "
+            f"A request is good when it succeeded and met, itself, {md(held, 300)} "
             "(the joint definition of vLLM `--goodput`, AIPerf and GuideLLM); the tables "
             "above show each metric's percentile instead.",
             "",

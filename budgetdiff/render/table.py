@@ -25,13 +25,20 @@ def render_table(report: Report) -> str:
         out.append("")
         if len(report.scenarios) > 1:
             out.append(f"== scenario {plain(c.name or 'default')}: {s.verdict}")
-        counts = [f"head {c.head.requests:,} requests ({c.head.failed} failed)"]
-        if c.base is not None:
-            counts.insert(0, f"base {c.base.requests:,} requests ({c.base.failed} failed)")
+        sides = [("base", c.base), ("head", c.head)] if c.base is not None else [("head", c.head)]
+        counts = [
+            f"{name} {cells.requests(side.requests)}"
+            + (f" ({side.failed} failed)" if side.requests is not None else "")
+            for name, side in sides
+            if side is not None
+        ]
         out.append(", ".join(counts) + (", paired by request id" if c.paired else ""))
         if c.headline:
             out.append(plain(c.headline, 200))
         out += ["", _rows(c.slo, f"SLO {p}", compare, ("headroom",), lambda r: [cells.headroom(r)])]
+        meaning = cells.definitions(c)
+        if meaning:
+            out.append(plain(meaning, 300))
         if c.slices:
             out += [
                 "",
@@ -62,6 +69,12 @@ def render_table(report: Report) -> str:
                     f"attainment {name}: {a.good}/{a.total} requests met every target "
                     f"({pct(a.pct)} [{a.ci_pct[0]:.1f}, {a.ci_pct[1]:.1f}])"
                 )
+        if c.head.attainment is not None:
+            out.append(f"  a request meets: {plain(cells.held_to(c, c.head.held_to), 300)}")
+        # what the markdown folds away, said here too: a terminal has no <details>
+        notes = dict.fromkeys([*c.notes, *[n for r in (*c.slo, *c.slices) for n in r.notes]])
+        if notes:
+            out += ["", "notes:", *[f"  - {plain(n, 300)}" for n in notes]]
     return "\n".join(out) + "\n"
 
 
