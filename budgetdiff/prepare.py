@@ -35,6 +35,7 @@ class Prepared:
     good: np.ndarray | None = None  # per request (all of them): met every per-request target
     duration_s: float | None = None  # benchmark time: the input's, or first start to last end
     notes: tuple[str, ...] = field(default_factory=tuple)
+    kept: np.ndarray | None = None  # the run's index of each request in `slices` / `metrics`
 
 
 def prepare(run: Run, budget: Budget) -> Prepared:
@@ -147,6 +148,7 @@ def prepare(run: Run, budget: Budget) -> Prepared:
         failed=int(run.n - ok.sum()),
         good=good,
         notes=tuple(notes),
+        kept=kept,
     )
 
 
@@ -193,6 +195,18 @@ def _good(
         met &= per_request <= target
     good[kept] = met
     return good, None
+
+
+def good_with(
+    prep: Prepared, budget: Budget, total: FloatArray, ttft: FloatArray | None
+) -> np.ndarray | None:
+    """`prep.good` recomputed with other per-request totals and TTFTs (a what-if), or None when
+    attainment is not known for this run."""
+    if prep.good is None or prep.kept is None:
+        return None
+    metrics = {"total": total} | ({"ttft": ttft} if ttft is not None else {})
+    good, _ = _good(prep.run, budget, prep.kept, metrics)
+    return good
 
 
 def _run_notes(run: Run, unordered: bool) -> list[str]:
