@@ -369,6 +369,11 @@ def _parts(prep: Prepared, names: list[str]) -> dict[str, FloatArray]:
     return parts
 
 
+def slice_parts(prep: Prepared) -> dict[str, FloatArray]:
+    """Every slice of one run per request, with `unattributed` when they miss part of the total."""
+    return _parts(prep, [s for s in prep.slices if s != UNATTRIBUTED])
+
+
 def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | None:
     """Indices of the requests that ran in both (same request id), when most did."""
     a, b = base.request_id, head.request_id
