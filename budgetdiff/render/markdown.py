@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from budgetdiff.compare import Comparison, Row
 from budgetdiff.render import cells
-from budgetdiff.render.numbers import ms, num, pct
+from budgetdiff.render.numbers import ms, num, pct, signed_ms
 from budgetdiff.render.text import md
 from budgetdiff.report import Report, Scenario
 
@@ -194,12 +194,23 @@ def _details(c: Comparison) -> list[str]:
     if c.fix_first:
         text = [
             "Each slice 10% faster in every request, the rest as measured, "
-            "recomputed from the head's requests:",
+            "recomputed from the head's requests; the most useful first:",
             "",
-            *[
-                f"{i}. {md(f.slice)}: {cells.fix_first(f, c.percentile)}"
-                for i, f in enumerate(c.fix_first, 1)
-            ],
+            *_table(
+                ["rank", "slice 10% faster", f"p{c.percentile:g} end to end", "SLO attainment"],
+                [
+                    [
+                        str(i),
+                        md(f.slice),
+                        signed_ms(f.total_change_ms),
+                        f"{f.attainment_change_pct:+.1f} points"
+                        if f.attainment_change_pct is not None
+                        else "–",
+                    ]
+                    for i, f in enumerate(c.fix_first, 1)
+                ],
+                "rlrr",
+            ),
         ]
         out += _fold("What to fix first", text)
     if c.rebudget is not None:
