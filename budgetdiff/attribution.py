@@ -374,7 +374,9 @@ def headline(
     names its parts, largest in the direction of the change first (the first is the owner);
     the parts shown are rounded so that they add up to the change shown, e.g.
     'p95 end to end +575 ms (regression): decode +560 ms, queue +15 ms'. Otherwise no owner:
-    'p95 end to end: no significant change (+12 ms, could be -40 to +64 ms)'.
+    'p95 end to end: no significant change (+12 ms, could be -40 to +64 ms)'; when the interval
+    excludes 0 but the change does not count (under `regression.min_change` / `min_ms`, or not
+    once every row is tested, Holm), 'no change that counts'.
     """
     what = f"p{p:g} {label}"
     if not math.isfinite(change_ms):
@@ -382,10 +384,12 @@ def headline(
     if change == "inconclusive":
         return f"{what} {_ms(change_ms)}: inconclusive (too few requests to tell)"
     if change not in ("regression", "improvement"):
-        could = ""
+        could, word = "", "no significant change"
         if ci_ms is not None and all(math.isfinite(v) for v in ci_ms):
             could = f", could be {_ms(ci_ms[0])[:-3]} to {_ms(ci_ms[1])}"
-        return f"{what}: no significant change ({_ms(change_ms)}{could})"
+            if ci_ms[0] > 0 or ci_ms[1] < 0:  # real, but under the floor or not across all rows
+                word = "no change that counts"
+        return f"{what}: {word} ({_ms(change_ms)}{could})"
     decimals = 0 if abs(change_ms) >= 9.95 else 1
     shown = round_shares(parts, decimals) if parts else {}
     sign = 1.0 if change_ms > 0 else -1.0

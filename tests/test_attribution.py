@@ -322,6 +322,9 @@ def test_headline_wording() -> None:
     assert headline(95, 12.3, {"decode": 12.3}, change="none", ci_ms=(-40.2, 64.4)) == (
         "p95 end to end: no significant change (+12 ms, could be -40 to +64 ms)"
     )
+    assert headline(95, -237.0, {"decode": -237.0}, change="none", ci_ms=(-441.0, -33.0)) == (
+        "p95 end to end: no change that counts (-237 ms, could be -441 to -33 ms)"
+    )
     assert headline(99, 4.25, {"app": 4.25}, change="regression") == (
         "p99 end to end +4.2 ms (regression): app +4.2 ms"
     )
