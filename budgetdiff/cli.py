@@ -159,7 +159,7 @@ def cmd_rebudget(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) 
         use = f"{100 * part / value:.0f}%" if part is not None and value else ""
         out.write(
             f"  {plain(name, 16):<16} {num(row.head_ms if row else None):>9} {num(part):>9} "
-            f"{num(old) if old else 'new':>9} -> {num(float(value)):>9} {use:>5}\n"
+            f"{num(old) if old else 'new':>9} -> {value:>9,} {use:>5}\n"
         )
     out.write(f"{budget_meaning(c)}\n")
     for message in proposal.messages:
