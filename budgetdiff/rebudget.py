@@ -45,9 +45,12 @@ class Proposal:
 
 
 def missing_slices(budget: Budget, measured: Mapping[str, float]) -> list[str]:
-    """The budget's slices that `measured` has no (finite) value for, in budget order."""
+    """The budget's slices that `measured` has no (finite) value for, in budget order
+    (`unattributed` is computed, not measured: absent, it is 0 ms)."""
     return [
-        name for name in budget.slices if name not in measured or not math.isfinite(measured[name])
+        name
+        for name in budget.slices
+        if name != UNATTRIBUTED and (name not in measured or not math.isfinite(measured[name]))
     ]
 
 

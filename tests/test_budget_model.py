@@ -276,3 +276,17 @@ def test_report_json_has_fix_first_and_parts(
     for row in report["slices"]:
         assert row["part_ms"] is not None and row["base_part_ms"] is not None
         assert row["budget_use_pct"] == pytest.approx(100 * row["part_ms"] / row["budget_ms"], 0.01)
+
+
+def test_a_budgeted_unattributed_slice_without_a_measured_total_is_0_ms(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(9)
+    h = _table(tmp_path / "head.csv", _requests(rng, 500), [f"r{i}" for i in range(500)])
+    budget = tmp_path / "budget.yml"
+    budget.write_text(UPGRADE_BUDGET.replace("  app: 300\n", "  app: 300\n  unattributed: 20\n"))
+    code, out, err = run(["check", "--head", str(h), "--budget", str(budget)], capsys)
+    assert code == 0 and "Traceback" not in err, err
+    code, out, err = run(["rebudget", "--head", str(h), "--budget", str(budget)], capsys)
+    assert code == 0, err
+    assert re.search(r"unattributed +– +– +20\.0 -> +1 ", out), out
