@@ -318,9 +318,13 @@ def _whatif_data(
         + (f" {c.add_ms:+g} ms" if c.add_ms else "")
         for n, c in changes.items()
     )
-    out.write(f"what if, on {prep.requests:,} measured requests: {said or 'nothing changed'}\n")
+    served = len(prep.metrics["total"])
+    out.write(f"what if, on {served:,} measured requests: {said or 'nothing changed'}\n")
     for name in after.clipped:
-        out.write(f"  {plain(name)}: held at 0 ms where --add would take it below\n")
+        out.write(
+            f"  {plain(name)}: held at 0 ms in the requests where {changes[name].add_ms:+g} ms "
+            "would take it below\n"
+        )
     for label, b, a in (
         ("TTFT", before.ttft_ms, after.ttft_ms),
         ("end to end", before.total_ms, after.total_ms),

@@ -246,7 +246,7 @@ def test_whatif_on_measured_requests(tmp_path: Path, capsys: pytest.CaptureFixtu
     changed = changed - np.round(head["queue"], 3) + np.maximum(np.round(head["queue"], 3) - 50, 0)
     p_before, p_after = (float(np.percentile(x, 95)) for x in (total, changed))
     assert f"p95 end to end: {p_before:,.0f} ms -> {p_after:,.0f} ms" in out
-    assert "queue: held at 0 ms where --add would take it below" in out
+    assert "queue: held at 0 ms in the requests where -50 ms would take it below" in out
     assert "SLO attainment:" in out and out.endswith("fits\n")
     # nothing changed: the measured run itself, which leaves less than the 10% headroom
     code, out, _ = run(argv, capsys)
