@@ -1,24 +1,32 @@
-"""Who owns the tail: exact attributions of the total's tail, and its change, to the slices.
+"""Who owns the tail: the p-th percentile of the total, and its change, split into the slices'
+parts, which add up to it exactly.
 
-Pure numpy, no I/O. Two methods, both adding up exactly (statistics.md, "Attributing the tail"):
+Pure numpy, no I/O. One quantity, the total's p-th percentile (docs/rebudget.md):
 
-- unpaired runs: tail contributions (Euler / expected-shortfall allocation, Tasche 2007),
-  `C_i = mean of slice i over the requests whose total is at or above its p-th percentile`;
-  the change of the tail is `C_i(head) - C_i(base)`;
+- each run: `quantile_contributions`, the Euler allocation at the quantile: each slice's mean
+  over the requests whose total lies in a narrow band of ranks around its p-th percentile,
+  rescaled so that the parts add up to the percentile; unpaired runs: the change is
+  `part(head) - part(base)`;
 - paired runs (the same requests in base and head, in the same order): the Shapley decomposition
-  of the change of the p-th percentile of the total, by exact enumeration of the 2^k coalitions.
+  of the change of the p-th percentile of the total, exact over the 2^k coalitions of the slices
+  that changed (up to 10), else averaged over sampled slice orders.
+
+`tail_contributions` (the mean over the whole tail, expected shortfall) stays for comparison.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 from budgetdiff.table import UNATTRIBUTED, FloatArray
 
-MAX_SHAPLEY_SLICES = 10
+MAX_SHAPLEY_SLICES = 10  # changed slices; more are sampled (`SAMPLED_ORDERS` slice orders)
+SAMPLED_ORDERS = 256  # 128 random orders and their reverses
+BAND = 2.5  # percentile points each side of p: the requests "at" the p-th percentile
 # Bytes of per-request coalition sums held at once by `shapley_change` (the 2^k sums are built
 # in chunks of this size, so k = 10 at a million requests stays within ~128 MB).
 _CHUNK_BYTES = 1 << 27
@@ -64,6 +72,44 @@ def tail_contributions(
     return out
 
 
+def quantile_contributions(
+    slices: dict[str, FloatArray], total: FloatArray, p: float, band: float = BAND
+) -> dict[str, float]:
+    """Each slice's part of the p-th percentile of the total, in ms; the parts add up to it.
+
+    The Euler allocation at the quantile (Tasche 2007; Hallerbach 2003): a slice's part is its
+    mean over the requests at the percentile, estimated over the band of order statistics from
+    rank p - `band` to rank p + `band` (inclusive, at least the two around p), then every mean is
+    scaled by percentile / (mean total over the band), so the parts sum to the percentile itself.
+    What the slices do not explain beyond rounding is `unattributed`, as in `tail_contributions`.
+    """
+    tot = _check("total", total, None)
+    n = len(tot)
+    if n == 0:
+        raise ValueError("total: no requests")
+    arrays = {name: _check(name, x, n) for name, x in slices.items()}
+    q = float(np.percentile(tot, p))
+    lo_rank = math.floor((n - 1) * max(0.0, p - band) / 100.0)
+    hi_rank = min(n - 1, math.ceil((n - 1) * min(100.0, p + band) / 100.0))
+    ordered = np.partition(tot, [lo_rank, hi_rank] if hi_rank != lo_rank else lo_rank)
+    at = (tot >= ordered[lo_rank]) & (tot <= ordered[hi_rank])
+    out = {name: float(x[at].mean()) for name, x in arrays.items()}
+    mean_total = float(tot[at].mean())
+    residual = mean_total - math.fsum(out.values())
+    if abs(residual) > _REL_TOL * max(1.0, abs(mean_total)):
+        out[UNATTRIBUTED] = out.get(UNATTRIBUTED, 0.0) + residual
+    if mean_total != 0.0:
+        scale = q / mean_total
+        out = {name: v * scale for name, v in out.items()}
+    return out
+
+
+def quantile_change(base: Mapping[str, float], head: Mapping[str, float]) -> dict[str, float]:
+    """part(head) - part(base) per slice, from `quantile_contributions` on each side: the parts
+    add up to the change of the total's p-th percentile (a slice missing on one side is 0 ms)."""
+    return tail_change(base, head)
+
+
 def tail_shares(contrib: Mapping[str, float]) -> dict[str, float]:
     """Each slice's share of the tail, percent; the shares add up to 100 (float rounding aside).
 
@@ -100,26 +146,50 @@ def tail_change(base: Mapping[str, float], head: Mapping[str, float]) -> dict[st
     return {n: head.get(n, 0.0) - base.get(n, 0.0) for n in names}
 
 
+@dataclass(frozen=True)
+class Shapley:
+    """Shapley parts of the change of the total's p-th percentile, and how they were found."""
+
+    parts: dict[str, float]
+    orders: int | None  # None: exact enumeration; else the number of sampled slice orders
+
+    @property
+    def method(self) -> str:
+        if self.orders is None:
+            return "Shapley (exact)"
+        return f"Shapley over {self.orders} sampled slice orders"
+
+
 def shapley_change(
     base: dict[str, FloatArray], head: dict[str, FloatArray], p: float
 ) -> dict[str, float]:
+    """The parts of `shapley` (see there)."""
+    return shapley(base, head, p).parts
+
+
+def shapley(
+    base: dict[str, FloatArray],
+    head: dict[str, FloatArray],
+    p: float,
+    *,
+    orders: int = SAMPLED_ORDERS,
+    seed: int = 0,
+) -> Shapley:
     """Shapley decomposition of p-th percentile(total head) - p-th percentile(total base).
 
     Paired data: every array has one value per request, in the same request order on both sides.
     A slice missing on one side counts as 0 ms there. v(S) is the p-th percentile over requests
-    of (head values for the slices in S + base values for the others), each coalition's sum
-    computed in one fixed slice order, so a slice identical in base and head gets exactly 0.0.
-    The results add up to v(all) - v(none) up to float rounding. Raises ValueError above
-    MAX_SHAPLEY_SLICES slices (the caller falls back to `tail_change`).
+    of (head values for the slices in S + base values for the others). A slice identical in base
+    and head is a null player: it gets exactly 0.0 and leaves the game (the others' values do
+    not change). Up to MAX_SHAPLEY_SLICES changed slices, exact enumeration of the coalitions,
+    each coalition's sum computed in one fixed slice order; above, the average over `orders`
+    slice orders (half random with a fixed seed, half their reverses) of each slice's marginal
+    change, whose sum telescopes to v(all) - v(none) in every order. Either way the results add
+    up to v(all) - v(none) up to float rounding.
     """
     names = list(head) + [n for n in base if n not in head]
-    k = len(names)
-    if k > MAX_SHAPLEY_SLICES:
-        raise ValueError(
-            f"shapley_change: {k} slices; exact enumeration is limited to {MAX_SHAPLEY_SLICES}"
-        )
-    if k == 0:
-        return {}
+    if not names:
+        return Shapley({}, None)
     first = head[names[0]] if names[0] in head else base[names[0]]
     n = len(np.asarray(first))
     if n == 0:
@@ -127,20 +197,105 @@ def shapley_change(
     zeros = np.zeros(n)
     b = [_check(f"base {s}", base[s], n) if s in base else zeros for s in names]
     h = [_check(f"head {s}", head[s], n) if s in head else zeros for s in names]
+    out = dict.fromkeys(names, 0.0)
+    changed = [i for i in range(len(names)) if not np.array_equal(b[i], h[i])]
+    if not changed:
+        return Shapley(out, None)
+    # the unchanged slices are the same on both sides: fold them into the first changed slice
+    const = zeros
+    for i in range(len(names)):
+        if i not in changed:
+            const = const + b[i]
+    gb = [b[i] for i in changed]
+    gh = [h[i] for i in changed]
+    gb[0], gh[0] = const + gb[0], const + gh[0]
+    k = len(changed)
+    if k <= MAX_SHAPLEY_SLICES:
+        phi = _exact_shapley(gb, gh, p)
+        sampled = None
+    else:
+        phi = _sampled_shapley(gb, gh, p, orders, seed)
+        sampled = 2 * (orders // 2)
+    for i, value in zip(changed, phi, strict=True):
+        out[names[i]] = value
+    return Shapley(out, sampled)
 
+
+def _exact_shapley(b: list[FloatArray], h: list[FloatArray], p: float) -> list[float]:
+    k = len(b)
     v = _coalition_percentiles(b, h, p)
-
     masks = np.arange(1 << k)
     size = np.array([bin(m).count("1") for m in range(1 << k)])
     fact = [math.factorial(j) for j in range(k + 1)]
     weight = np.array([fact[s] * fact[k - s - 1] / fact[k] if s < k else 0.0 for s in size])
-    out: dict[str, float] = {}
-    for i, name in enumerate(names):
+    out: list[float] = []
+    for i in range(k):
         bit = 1 << i
         without = masks[(masks & bit) == 0]
         diff = v[without | bit] - v[without]
-        out[name] = float(np.sum(weight[without] * diff)) if diff.any() else 0.0
+        out.append(float(np.sum(weight[without] * diff)) if diff.any() else 0.0)
     return out
+
+
+def _sampled_shapley(
+    b: list[FloatArray], h: list[FloatArray], p: float, orders: int, seed: int
+) -> list[float]:
+    """Each slice's marginal change of the percentile, averaged over sampled slice orders."""
+    k = len(b)
+    b, h, ranks = _candidates(b, h, p)
+    start = np.zeros(len(b[0]))
+    end = np.zeros(len(b[0]))
+    for bi, hi in zip(b, h, strict=True):
+        start = start + bi
+        end = end + hi
+    v_none, v_all = _at_ranks(start, ranks), _at_ranks(end, ranks)
+    rng = np.random.default_rng(seed)
+    phi = np.zeros(k)
+    pairs = max(1, orders // 2)
+    for _ in range(pairs):
+        perm = rng.permutation(k)
+        for order in (perm, perm[::-1]):
+            acc = start.copy()
+            before = v_none
+            for step, i in enumerate(order):
+                if step == k - 1:
+                    after = v_all  # the last step lands exactly on v(all): the sum telescopes
+                else:
+                    acc += h[i] - b[i]
+                    after = _at_ranks(acc, ranks)
+                phi[i] += after - before
+                before = after
+    return [float(x) / (2 * pairs) for x in phi]
+
+
+def _candidates(
+    b: list[FloatArray], h: list[FloatArray], p: float
+) -> tuple[list[FloatArray], list[FloatArray], tuple[int, int, float]]:
+    """Only the requests that can be at the percentile in some coalition, and the ranks of the
+    percentile among them (see `_coalition_percentiles`)."""
+    n = len(b[0])
+    idx = (n - 1) * p / 100.0
+    r_lo = min(math.floor(idx), n - 1)
+    r_hi = min(r_lo + 1, n - 1)
+    t = idx - r_lo
+    lo = np.zeros(n)
+    hi = np.zeros(n)
+    for bi, hi_i in zip(b, h, strict=True):
+        lo = lo + np.minimum(bi, hi_i)
+        hi = hi + np.maximum(bi, hi_i)
+    slack = 1e-9 * float(np.max(np.abs(hi))) if n else 0.0  # sums in other orders round apart
+    floor_value = np.partition(lo, r_lo)[r_lo] - slack
+    ceil_value = np.partition(hi, r_hi)[r_hi] + slack
+    below = hi < floor_value
+    keep = ~below & ~(lo > ceil_value)
+    shift = int(below.sum())
+    return [x[keep] for x in b], [x[keep] for x in h], (r_lo - shift, r_hi - shift, t)
+
+
+def _at_ranks(x: FloatArray, ranks: tuple[int, int, float]) -> float:
+    r_lo, r_hi, t = ranks
+    part = np.partition(x, [r_lo, r_hi] if r_hi != r_lo else r_lo)
+    return float(part[r_lo] + (part[r_hi] - part[r_lo]) * t)
 
 
 def _coalition_percentiles(b: list[FloatArray], h: list[FloatArray], p: float) -> FloatArray:
@@ -204,32 +359,54 @@ def _ms(x: float) -> str:
     return f"{x:+,.0f} ms" if abs(x) >= 9.95 else f"{x:+.1f} ms"
 
 
-def headline(kind_total_change_ms: float, changes: Mapping[str, float], p: float) -> str:
-    """One sentence: the change of the total at p and the slice that owns most of it.
+def headline(
+    p: float,
+    change_ms: float,
+    parts: Mapping[str, float],
+    *,
+    change: str | None,
+    ci_ms: tuple[float, float] | None = None,
+    label: str = "end to end",
+) -> str:
+    """One sentence about one quantity: the change of the total's p-th percentile.
 
-    `changes` are per-slice parts of the change (`tail_change` or `shapley_change`); the share
-    is taken of their sum, the quantity they decompose. E.g. 'p95 total +420 ms, 93% of it
-    decode'; for an improvement 'p95 total -120 ms, 80% of it prefill'; 'p95 total unchanged'
-    when the change rounds to 0.0 ms.
+    `change` is the total row's verdict. Only a significant change (regression or improvement)
+    names its parts, largest in the direction of the change first (the first is the owner);
+    the parts shown are rounded so that they add up to the change shown, e.g.
+    'p95 end to end +575 ms (regression): decode +560 ms, queue +15 ms'. Otherwise no owner:
+    'p95 end to end: no significant change (+12 ms, could be -40 to +64 ms)'; when the interval
+    excludes 0 but the change does not count (under `regression.min_change` / `min_ms`, or not
+    once every row is tested, Holm), 'no change that counts'.
     """
-    label = f"p{p:g} total"
-    change = kind_total_change_ms
-    if not math.isfinite(change) or abs(change) < 0.05:
-        return f"{label} unchanged"
-    head = f"{label} {_ms(change)}"
-    explained = math.fsum(changes.values())
-    sign = 1.0 if change > 0 else -1.0
-    movers = {k: c for k, c in changes.items() if c * sign > 0}
-    if not movers or explained * sign <= 0:
-        return head
-    owner = max(movers, key=lambda k: movers[k] * sign)
-    share = 100.0 * movers[owner] / explained
-    if share > 100.5:  # other slices moved the other way
-        against = {k: c for k, c in changes.items() if c * sign < 0}
-        first = max(against, key=lambda k: -against[k] * sign)
-        more = " and others" if sum(abs(c) >= 0.05 for c in against.values()) > 1 else ""
-        return (
-            f"{head}, all of it {owner} ({_ms(movers[owner])}, partly offset by "
-            f"{first} {_ms(against[first])}{more})"
-        )
-    return f"{head}, {share:.0f}% of it {owner}"
+    what = f"p{p:g} {label}"
+    if not math.isfinite(change_ms):
+        return f"{what}: no value to compare"
+    if change == "inconclusive":
+        return f"{what} {_ms(change_ms)}: inconclusive (too few requests to tell)"
+    if change not in ("regression", "improvement"):
+        could, word = "", "no significant change"
+        if ci_ms is not None and all(math.isfinite(v) for v in ci_ms):
+            could = f", could be {_ms(ci_ms[0])[:-3]} to {_ms(ci_ms[1])}"
+            if ci_ms[0] > 0 or ci_ms[1] < 0:  # real, but under the floor or not across all rows
+                word = "no change that counts"
+        return f"{what}: {word} ({_ms(change_ms)}{could})"
+    decimals = 0 if abs(change_ms) >= 9.95 else 1
+    shown = round_shares(parts, decimals) if parts else {}
+    sign = 1.0 if change_ms > 0 else -1.0
+    order = sorted(
+        (k for k, v in shown.items() if v != 0.0),
+        key=lambda k: (shown[k] * sign <= 0, -abs(shown[k])),
+    )
+    named = order[:4] if len(order) <= 4 else order[:3]
+    words = [f"{k} {_fixed(shown[k], decimals)}" for k in named]
+    rest = [k for k in order if k not in named]
+    if rest:
+        others = round(math.fsum(shown[k] for k in rest), decimals)
+        words.append(f"{len(rest)} others {_fixed(others, decimals)}")
+    total = _fixed(round(math.fsum(shown.values()), decimals), decimals) if shown else None
+    head = f"{what} {total or _ms(change_ms)} ({change})"
+    return f"{head}: {', '.join(words)}" if words else head
+
+
+def _fixed(x: float, decimals: int) -> str:
+    return f"{x:+,.{decimals}f} ms"

@@ -4,6 +4,7 @@ read -> budget -> prepare -> compare -> judge -> render -> publish."""
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -35,7 +36,8 @@ EXAMPLES = {
     "schema": """example:
   budgetdiff schema > budget.schema.json""",
     "whatif": """example:
-  budgetdiff whatif --budget budget.yml --ttft 900 --tpot 45 --tokens 120""",
+  budgetdiff whatif --ttft 850 --tokens-per-s 22 --tokens 1200 --tail 300 --budget budget.yml
+  budgetdiff whatif --head results.csv --budget budget.yml --scale decode=0.8 --add queue=-50""",
 }
 FAIL_NEVER = "never"
 
@@ -150,18 +152,36 @@ def cmd_rebudget(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) 
             f"{args.head[0]}: re-budgeting needs one row per request (the tail contributions); "
             "this file holds only aggregates: pass the tool's per-request file"
         )
-    from budgetdiff.render.numbers import ms
+    from budgetdiff.render.cells import budget_meaning, fix_first
+    from budgetdiff.render.numbers import ms, num
     from budgetdiff.render.text import plain
 
-    out.write(f"re-budget at p{budget.percentile:g}: {ms(proposal.target_ms)} to split\n")
+    p = f"p{budget.percentile:g}"
+    total = next((r.head_ms for r in c.slo if r.name == "total"), None)
+    rows = {r.name: r for r in c.slices}
+    out.write(
+        f"re-budget at {p}: {ms(proposal.target_ms)} to split; {p} end to end {ms(total)}\n"
+        f"  {'slice':<16} {'own ' + p:>9} {'part':>9} {'budget':>9} -> {'proposed':>9} {'use':>5}\n"
+    )
     for name, value in proposal.allocation.items():
         old = budget.slice_budget(name)
-        out.write(f"  {plain(name):<20} {ms(old) if old else 'new':>10} -> {ms(float(value))}\n")
+        row = rows.get(name)
+        part = row.part_ms if row is not None else None
+        use = f"{100 * part / value:.0f}%" if part is not None and value else ""
+        out.write(
+            f"  {plain(name, 16):<16} {num(row.head_ms if row else None):>9} {num(part):>9} "
+            f"{num(old) if old else 'new':>9} -> {value:>9,} {use:>5}\n"
+        )
+    out.write(f"{budget_meaning(c)}\n")
     for message in proposal.messages:
         out.write(f"{plain(message, 400)}\n")
+    if not proposal.fits and c.fix_first:
+        out.write("what to fix first (each slice 10% faster, the rest as measured):\n")
+        for i, f in enumerate(c.fix_first, 1):
+            out.write(f"  {i}. {plain(f.slice)}: {fix_first(f, budget.percentile)}\n")
     if args.write:
         if not proposal.fits:
-            out.write("not written: the measured values do not fit the SLO (see above)\n")
+            out.write("not written: it does not fit the SLO (see above)\n")
             return 1
         rebudget.write_budget(Path(args.budget), proposal.allocation)
         out.write(f"wrote {args.budget}\n")
@@ -170,29 +190,182 @@ def cmd_rebudget(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) 
 
 def cmd_whatif(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
     from budgetdiff.budget import load_budget
-    from budgetdiff.render.numbers import ms
 
     budget = load_budget(Path(args.budget))
-    total = args.ttft + args.tpot * max(args.tokens - 1, 0)
-    out.write(
-        f"estimated end to end: TTFT {ms(args.ttft)} + {args.tokens - 1} tokens x "
-        f"{ms(args.tpot)} = {ms(total)}\n"
-    )
-    for name, value, target in (
-        ("TTFT", args.ttft, budget.slo.ttft),
-        ("end to end", total, budget.slo.total),
-        ("ITL", args.tpot, budget.slo.itl),
+    if args.head:
+        return _whatif_data(args, budget, env, out)
+    return _whatif_estimate(args, budget, out)
+
+
+def _whatif_estimate(args: argparse.Namespace, budget: Budget, out: TextIO) -> int:
+    """TTFT + (tokens - 1) / rate + tail against the SLO with its headroom."""
+    from budgetdiff import whatif
+    from budgetdiff.render.numbers import ms
+
+    if args.scale or args.add:
+        raise UsageError("--scale and --add change per-request data: pass it with --head FILE")
+    given = {"--ttft": args.ttft, "--tokens": args.tokens}
+    missing = [k for k, v in given.items() if v is None]
+    if (args.tpot is None) == (args.tokens_per_s is None):
+        missing.append("one of --tokens-per-s or --tpot")
+    if missing:
+        raise UsageError(
+            f"whatif: give {', '.join(missing)} (or --head FILE to recompute measured requests)"
+        )
+    for flag, value in (
+        ("--ttft", args.ttft),
+        ("--tokens", args.tokens),
+        ("--tokens-per-s", args.tokens_per_s),
+        ("--tpot", args.tpot),
     ):
-        if target is not None:
-            verdict = "fits" if value <= target else "OVER"
-            out.write(
-                f"  {name}: {ms(value)} vs target {ms(target)}: {verdict} "
-                f"({100 * (target - value) / target:+.0f}% headroom)\n"
-            )
-    if budget.slo.total is not None and args.tpot > 0:
-        room = (budget.slo.total - args.ttft) / args.tpot + 1
-        out.write(f"  the longest answer that fits the total at this rate: {room:.0f} tokens\n")
-    return 0
+        if value is not None and not whatif.positive(value):
+            raise UsageError(f"whatif: {flag} {value:g}: must be a number above 0")
+    if args.tokens != int(args.tokens):
+        raise UsageError(f"whatif: --tokens {args.tokens:g}: must be a whole number of tokens")
+    if not (whatif.positive(args.tail) or args.tail == 0):
+        raise UsageError(f"whatif: --tail {args.tail:g}: must be 0 ms or more")
+    per_token = args.tpot if args.tpot is not None else whatif.per_token_ms(args.tokens_per_s)
+    est = whatif.Estimate(args.ttft, per_token, int(args.tokens), args.tail)
+    rate = f"{args.tokens_per_s:g} tokens/s" if args.tpot is None else f"{ms(per_token)}/token"
+    out.write(
+        f"estimated end to end: TTFT {ms(est.ttft_ms)} + {est.tokens - 1:,} tokens after the "
+        f"first at {rate} ({ms(est.decode_ms)}) + tail {ms(est.tail_ms)} = {ms(est.total_ms)}\n"
+        f"  (the first token is in TTFT; counting all {est.tokens:,} tokens at the rate: "
+        f"{ms(est.total_all_tokens_ms)})\n"
+    )
+    checks = [
+        ("TTFT", est.ttft_ms, budget.slo.ttft),
+        ("end to end", est.total_ms, budget.slo.total),
+        ("ITL", per_token, budget.slo.itl),
+        ("TPOT", per_token, budget.slo.tpot),
+    ]
+    fits = _against_slo(checks, budget, out)
+    if budget.slo.total is not None:
+        room = budget.slo.total * (1 - budget.headroom) - est.ttft_ms - est.tail_ms
+        longest = math.floor(room / per_token) + 1 if room > 0 else 0
+        out.write(
+            f"  the longest answer that fits the end-to-end target with headroom at this rate: "
+            f"{longest:,} tokens\n"
+        )
+    out.write("fits\n" if fits else "does not fit\n")
+    return 0 if fits else 1
+
+
+def _against_slo(
+    checks: list[tuple[str, float | None, float | None]], budget: Budget, out: TextIO
+) -> bool:
+    """One line per SLO metric: value vs target with the budget's headroom; all fit?"""
+    from budgetdiff.render.numbers import ms
+
+    fits = True
+    pct = f"{budget.headroom * 100:g}%"
+    for name, value, target in checks:
+        if target is None or value is None:
+            continue
+        limit = target * (1 - budget.headroom)
+        ok = value <= limit
+        fits &= ok
+        word = "fits" if ok else "OVER" if value > target else "fits the SLO, not the headroom"
+        out.write(
+            f"  {name}: {ms(value)} vs target {ms(target)} ({ms(limit)} with {pct} headroom): "
+            f"{word} ({100 * (target - value) / target:+.1f}% headroom)\n"
+        )
+    return fits
+
+
+def _whatif_data(
+    args: argparse.Namespace, budget: Budget, env: Mapping[str, str], out: TextIO
+) -> int:
+    """Per-request data with some slices scaled or shifted: percentiles, headroom, attainment."""
+    from budgetdiff import whatif
+    from budgetdiff.compare import slice_parts
+    from budgetdiff.prepare import prepare
+    from budgetdiff.render.numbers import ms, pct, signed_ms
+    from budgetdiff.render.text import plain
+
+    estimate_flags = [
+        f
+        for f, v in (("--ttft", args.ttft), ("--tpot", args.tpot), ("--tokens", args.tokens))
+        if v is not None
+    ]
+    if estimate_flags or args.tokens_per_s is not None:
+        raise UsageError(
+            f"whatif: {', '.join(estimate_flags) or '--tokens-per-s'} is for the estimate "
+            "without data; with --head FILE use --scale SLICE=F and --add SLICE=MS"
+        )
+    changes: dict[str, whatif.Change] = {}
+    for flag, items in (("--scale", args.scale or []), ("--add", args.add or [])):
+        for item in items:
+            name, value = _slice_value(flag, item)
+            old = changes.get(name, whatif.Change())
+            if flag == "--scale":
+                if not value >= 0:
+                    raise UsageError(f"whatif: --scale {plain(item)}: the factor must be 0 or more")
+                changes[name] = whatif.Change(value, old.add_ms)
+            else:
+                changes[name] = whatif.Change(old.factor, value)
+    head = _read_side(args.head, args.head_ref, args, budget, env)
+    if len(head) != 1 or not head[0].per_request:
+        raise InputError(
+            f"{args.head[0]}: whatif needs one run with one row per request "
+            "(pick one with --scenario)"
+        )
+    prep = prepare(head[0], budget)
+    parts = slice_parts(prep)
+    unknown = [s for s in changes if s not in parts]
+    if unknown:
+        raise UsageError(
+            f"whatif: {plain(unknown[0])} is not a slice of {args.head[0]}; it has: "
+            f"{', '.join(parts) or 'no slices'}"
+        )
+    if not len(prep.metrics["total"]):
+        raise InputError(f"{args.head[0]}: no request succeeded: nothing to recompute")
+    before = whatif.outcome(prep, budget, parts)
+    after = whatif.outcome(prep, budget, parts, changes)
+    p = f"p{budget.percentile:g}"
+    said = ", ".join(
+        f"{plain(n)}"
+        + (f" x {c.factor:g}" if c.factor != 1 else "")
+        + (f" {c.add_ms:+g} ms" if c.add_ms else "")
+        for n, c in changes.items()
+    )
+    served = len(prep.metrics["total"])
+    out.write(f"what if, on {served:,} measured requests: {said or 'nothing changed'}\n")
+    for name in after.clipped:
+        out.write(
+            f"  {plain(name)}: held at 0 ms in the requests where {changes[name].add_ms:+g} ms "
+            "would take it below\n"
+        )
+    for label, b, a in (
+        ("TTFT", before.ttft_ms, after.ttft_ms),
+        ("end to end", before.total_ms, after.total_ms),
+    ):
+        if b is not None and a is not None:
+            out.write(f"  {p} {label}: {ms(b)} -> {ms(a)} ({signed_ms(a - b)})\n")
+    if before.attainment_pct is not None and after.attainment_pct is not None:
+        out.write(
+            f"  SLO attainment: {pct(before.attainment_pct)} -> {pct(after.attainment_pct)}\n"
+        )
+    checks = [
+        ("TTFT", after.ttft_ms, budget.slo.ttft),
+        ("end to end", after.total_ms, budget.slo.total),
+    ]
+    fits = _against_slo(checks, budget, out)
+    out.write("fits\n" if fits else "does not fit\n")
+    return 0 if fits else 1
+
+
+def _slice_value(flag: str, item: str) -> tuple[str, float]:
+    from budgetdiff.render.text import plain
+
+    name, sep, raw = item.partition("=")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not sep or not name or not math.isfinite(value):
+        raise UsageError(f"whatif: {flag} {plain(item)}: write SLICE=NUMBER, e.g. decode=0.8")
+    return name, value
 
 
 # ---- the pipeline ---------------------------------------------------------------------------
@@ -440,7 +613,11 @@ def _parser() -> argparse.ArgumentParser:
         _Cmd("compare", "base vs head against the budget: report, verdict, exit code", cmd_compare),
         _Cmd("check", "one run against the SLO and slice budgets, no base", cmd_check),
         _Cmd("rebudget", "propose a new split of the SLO from measured data", cmd_rebudget),
-        _Cmd("whatif", "estimate TTFT + tokens x TPOT against the SLO", cmd_whatif),
+        _Cmd(
+            "whatif",
+            "estimate TTFT + tokens / rate + tail, or recompute data, vs the SLO",
+            cmd_whatif,
+        ),
         _Cmd("demo", "run compare on bundled example data", cmd_demo),
         _Cmd("schema", "print the JSON Schema of the budget file", cmd_schema),
     ]
@@ -457,20 +634,42 @@ def _parser() -> argparse.ArgumentParser:
             _common(p, c.name)
         if c.name == "whatif":
             p.add_argument("--budget", default="budget.yml", metavar="FILE")
-            p.add_argument("--ttft", type=float, required=True, metavar="MS")
+            p.add_argument("--ttft", type=_number, metavar="MS", help="time to first token, ms")
             p.add_argument(
-                "--tpot",
-                type=float,
-                required=True,
-                metavar="MS",
-                help="time per output token after the first, ms",
+                "--tokens-per-s",
+                type=_number,
+                metavar="N",
+                help="decode rate after the first token",
             )
             p.add_argument(
-                "--tokens",
-                type=int,
-                required=True,
-                metavar="N",
-                help="answer length at the tail, tokens",
+                "--tpot",
+                type=_number,
+                metavar="MS",
+                help="time per output token after the first, ms (instead of --tokens-per-s)",
+            )
+            p.add_argument(
+                "--tokens", type=_number, metavar="N", help="answer length at the tail, tokens"
+            )
+            p.add_argument(
+                "--tail", type=_number, default=0.0, metavar="MS", help="time after the last token"
+            )
+            p.add_argument(
+                "--head", action="append", metavar="FILE", help="recompute these measured requests"
+            )
+            p.add_argument("--head-ref", metavar="REF", help="read --head FILE at git commit REF")
+            p.add_argument("--format", default="auto", metavar="NAME", help="input format")
+            p.add_argument("--scenario", metavar="NAMES", help="the scenario to recompute")
+            p.add_argument(
+                "--scale",
+                action="append",
+                metavar="SLICE=F",
+                help="multiply a slice, e.g. decode=0.8",
+            )
+            p.add_argument(
+                "--add",
+                action="append",
+                metavar="SLICE=MS",
+                help="add ms to a slice, e.g. queue=-50",
             )
     return parser
 
@@ -560,3 +759,11 @@ def _boolean(value: str) -> bool:
     if v in ("false", "0", "no", "off"):
         return False
     raise argparse.ArgumentTypeError(f"{value[:40]!r}: write true or false")
+
+
+def _number(value: str) -> float:
+    """A number for argparse; the command says which ones must be positive (one line, exit 2)."""
+    try:
+        return float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value[:40]!r}: write a number") from None

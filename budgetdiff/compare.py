@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from budgetdiff import attribution, rebudget, stats
+from budgetdiff import attribution, rebudget, stats, whatif
 from budgetdiff.budget import Budget
 from budgetdiff.prepare import Prepared, material, slice_sum
 from budgetdiff.table import UNATTRIBUTED, FloatArray, Run
@@ -55,6 +55,10 @@ class Row:
     tail_change_ms: float | None = None
     # why a side has no value where one was expected, in words (`p95 not in head.json: ...`)
     unmeasured: tuple[str, ...] = ()
+    # the slice's part of the total's percentile (Euler allocation at the quantile): what its
+    # budget is held against; the parts add up to the total's percentile
+    part_ms: float | None = None
+    base_part_ms: float | None = None
 
     @property
     def label(self) -> str:
@@ -91,6 +95,8 @@ class Comparison:
     paired: bool
     notes: tuple[str, ...]
     tpot_from: str | None = None  # what the TPOT row divides by (tokens - 1): see prepare
+    attribution: str | None = None  # how the change of the total was split into the slices
+    fix_first: tuple[whatif.FixFirst, ...] = ()  # each slice 10% faster, the best first
 
 
 def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison:
@@ -153,23 +159,26 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
     # every head request may have failed, or the data may not split the total at all
     served = len(head.metrics["total"]) > 0 and bool(head_parts)
     contrib_head = (
-        attribution.tail_contributions(head_parts, slice_sum(head_parts), p) if served else {}
+        attribution.quantile_contributions(head_parts, slice_sum(head_parts), p) if served else {}
     )
+    contrib_base: dict[str, float] = {}
     shares = attribution.tail_shares(contrib_head)
     tail_change: dict[str, float] = {}
-    total_tail_change: float | None = None
+    method = None
     if base is not None and served:
-        if pairs is not None and len(set(base_parts) | set(head_parts)) <= 10:
+        contrib_base = attribution.quantile_contributions(base_parts, slice_sum(base_parts), p)
+        n_base, n_head = len(base.metrics["total"]), len(head.metrics["total"])
+        if pairs is not None and len(pairs[0]) == n_base == n_head:
             ib, ih = pairs
-            tail_change = attribution.shapley_change(
+            split = attribution.shapley(
                 {s: x[ib] for s, x in base_parts.items()},
                 {s: x[ih] for s, x in head_parts.items()},
                 p,
             )
-        else:
-            contrib_base = attribution.tail_contributions(base_parts, slice_sum(base_parts), p)
-            tail_change = attribution.tail_change(contrib_base, contrib_head)
-        total_tail_change = float(sum(tail_change.values()))
+            tail_change, method = split.parts, split.method
+        else:  # unpaired, or not every request in both: each side's parts, head minus base
+            tail_change = attribution.quantile_change(contrib_base, contrib_head)
+            method = "each side's Euler allocation at the quantile (unpaired)"
 
     rows: list[Row] = []
     for i, (kind, name, b, h) in enumerate(raw):
@@ -187,6 +196,8 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
                 budget.headroom,
                 shares.get(name) if kind == "slice" else None,
                 tail_change.get(name) if kind == "slice" and base is not None else None,
+                contrib_head.get(name) if kind == "slice" else None,
+                contrib_base.get(name) if kind == "slice" else None,
             )
         )
     slo_rows = tuple(r for r in rows if r.kind == "slo")
@@ -195,12 +206,20 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
     headline = None
     total_row = next((r for r in slo_rows if r.name == "total"), None)
     if total_row is not None and total_row.delta_ms is not None and tail_change:
-        headline = attribution.headline(total_row.delta_ms, tail_change, p)
+        headline = attribution.headline(
+            p, total_row.delta_ms, tail_change, change=total_row.change, ci_ms=total_row.ci_ms
+        )
 
+    fix_first = whatif.fix_first(head, budget, head_parts) if served else ()
     proposal = None
     if budget.slices and served:
-        measured = {r.name: r.head_ms for r in slice_rows if r.head_ms is not None}
-        proposal = rebudget.propose(budget, measured, contrib_head)
+        proposal = rebudget.propose(
+            budget,
+            contrib_head,
+            total_ms=stats.percentile(head.metrics["total"], p),
+            ttft_ms=_head_value(slo_rows, "ttft"),
+            fix_first=fix_first,
+        )
     tokens = head.run.output_tokens
     feas = rebudget.feasibility(
         budget,
@@ -224,11 +243,8 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
             )
     if pairs is not None:
         notes.append(f"paired by request id: {len(pairs[0])} requests ran in both")
-    if base is not None and total_tail_change is not None and pairs is None:
-        notes.append(
-            "tail change attributed by each slice's mean over the requests at or above the "
-            f"p{_p(p)} of the total (unpaired runs)"
-        )
+    if method is not None:
+        notes.append(f"the change of the p{_p(p)} end to end is split into the slices by {method}")
     return Comparison(
         name=head.run.scenario,
         percentile=p,
@@ -243,6 +259,8 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
         paired=pairs is not None,
         notes=tuple(notes),
         tpot_from=head.tpot_from,
+        attribution=method,
+        fix_first=fix_first,
     )
 
 
@@ -258,6 +276,8 @@ def _row(
     headroom: float,
     share: float | None,
     tail_change: float | None,
+    part: float | None = None,
+    base_part: float | None = None,
 ) -> Row:
     head_ms = change.head if change else _at(h, p)
     base_ms = change.base if change else _at(b, p)
@@ -267,7 +287,8 @@ def _row(
     else:
         pairs = list(zip(_many(b, qs), _many(h, qs), strict=True))
     others = {f"p{_p(q)}": pair for q, pair in zip(qs, pairs, strict=True)}
-    headroom_pct, status, budget_use, over = against_target(kind, target, head_ms, headroom)
+    held = part if part is not None else head_ms  # a slice's budget holds its part of the total
+    headroom_pct, status, budget_use, over = against_target(kind, target, held, headroom)
     notes = [change.note] if change and change.note else []
     return Row(
         name=name,
@@ -291,6 +312,8 @@ def _row(
         over_budget=over,
         tail_share_pct=share,
         tail_change_ms=tail_change,
+        part_ms=part,
+        base_part_ms=base_part,
     )
 
 
@@ -349,6 +372,11 @@ def _parts(prep: Prepared, names: list[str]) -> dict[str, FloatArray]:
     if UNATTRIBUTED in prep.slices or (len(rest) and float(np.max(np.abs(rest))) > material(total)):
         parts[UNATTRIBUTED] = rest
     return parts
+
+
+def slice_parts(prep: Prepared) -> dict[str, FloatArray]:
+    """Every slice of one run per request, with `unattributed` when they miss part of the total."""
+    return _parts(prep, [s for s in prep.slices if s != UNATTRIBUTED])
 
 
 def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | None:

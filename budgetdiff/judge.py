@@ -119,12 +119,17 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
             )
     for r in c.slices:
         if r.over_budget:
+            held = (
+                f"{r.name}'s part of the {p} end to end is {ms(r.part_ms)} (its own {p} "
+                f"{ms(r.head_ms)})"
+                if r.part_ms is not None
+                else f"{p} {r.name} is {ms(r.head_ms)}"
+            )
             out.append(
                 _Raw(
                     "over_budget",
                     r.name,
-                    f"{p} {r.name} is {ms(r.head_ms)}, over its "
-                    f"{ms(r.target_ms)} budget ({pct(r.budget_use_pct, 0)} used)",
+                    f"{held}, over its {ms(r.target_ms)} budget ({pct(r.budget_use_pct, 0)} used)",
                 )
             )
     rows = [*c.slo, *c.slices]

@@ -37,6 +37,7 @@ class Prepared:
     notes: tuple[str, ...] = field(default_factory=tuple)
     held_to: tuple[str, ...] = ()  # the SLO targets `good` holds each request to
     tpot_from: str | None = None  # what TPOT divides: "decode", or "total - TTFT" without one
+    kept: np.ndarray | None = None  # the run's index of each request in `slices` / `metrics`
 
 
 def prepare(run: Run, budget: Budget) -> Prepared:
@@ -151,6 +152,7 @@ def prepare(run: Run, budget: Budget) -> Prepared:
         notes=tuple(notes),
         held_to=held_to,
         tpot_from=tpot_from,
+        kept=kept,
     )
 
 
@@ -221,6 +223,24 @@ def _good(
         met &= per_request <= target
     good[kept] = met
     return good, tuple(targets), None
+
+
+def good_with(
+    prep: Prepared,
+    budget: Budget,
+    total: FloatArray,
+    ttft: FloatArray | None,
+    slices: dict[str, FloatArray],
+) -> np.ndarray | None:
+    """`prep.good` recomputed with other per-request totals, TTFTs and slices (a what-if), or
+    None when attainment is not known for this run. The same targets are held as in `prepare`."""
+    if prep.good is None or prep.kept is None:
+        return None
+    metrics = dict(prep.metrics) | {"total": total}
+    if ttft is not None:
+        metrics["ttft"] = ttft
+    good, _, _ = _good(prep.run, budget, prep.kept, metrics, slices)
+    return good
 
 
 def _run_notes(run: Run, unordered: bool) -> list[str]:

@@ -10,14 +10,17 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetdiff.budget import Budget, parse_budget
 from budgetdiff.errors import BudgetError
 from budgetdiff.table import UNATTRIBUTED
+
+if TYPE_CHECKING:
+    from budgetdiff.whatif import FixFirst
 
 ADDED_COMMENT = "# added by budgetdiff rebudget"
 # `unattributed` joins a proposal when its measured value or tail contribution would round to at
@@ -34,17 +37,20 @@ class Proposal:
     """A proposed allocation of the SLO; `messages` say in plain words what changed and why."""
 
     allocation: dict[str, int]  # slice -> whole ms, in the budget's slice order
-    target_ms: float  # total SLO x (1 - headroom)
-    fits: bool  # the measured head values at p fit within the target
-    shortfall_ms: float  # sum(measured) - target when not fits, else 0
-    work_first: str | None  # the slice with the largest tail contribution when not fits
+    target_ms: float  # what the allocation fills: total SLO x (1 - headroom), or the SLO
+    fits: bool  # the total's (and TTFT's) measured percentile fit their SLO: writable
+    shortfall_ms: float  # by how much the total (or TTFT) is over its SLO when not fits, else 0
+    work_first: str | None  # the slice whose 10% speed-up helps the total most, when not fits
     messages: tuple[str, ...]
 
 
 def missing_slices(budget: Budget, measured: Mapping[str, float]) -> list[str]:
-    """The budget's slices that `measured` has no (finite) value for, in budget order."""
+    """The budget's slices that `measured` has no (finite) value for, in budget order
+    (`unattributed` is computed, not measured: absent, it is 0 ms)."""
     return [
-        name for name in budget.slices if name not in measured or not math.isfinite(measured[name])
+        name
+        for name in budget.slices
+        if name != UNATTRIBUTED and (name not in measured or not math.isfinite(measured[name]))
     ]
 
 
@@ -54,21 +60,29 @@ def _num(x: float) -> str:
 
 
 def propose(
-    budget: Budget, measured_ms: Mapping[str, float], contributions: Mapping[str, float]
+    budget: Budget,
+    parts: Mapping[str, float],
+    *,
+    total_ms: float,
+    ttft_ms: float | None = None,
+    fix_first: Sequence[FixFirst] = (),
 ) -> Proposal:
-    """Allocate the target across the budget's slices in proportion to their tail contributions.
+    """Split the total SLO across the budget's slices so that the same data is within every
+    slice budget: a slice's budget holds its part of the total's p-th percentile.
 
-    - target = total SLO x (1 - headroom); without a total SLO, the sum of the current slice
-      budgets (headroom not applied again, so that repeated `rebudget --write` is stable);
-    - `measured_ms`: each slice's head value at the budget's percentile; `contributions`: each
-      slice's tail contribution at head (`attribution.tail_contributions`), the weights;
+    - `parts`: each slice's part of the total's p-th percentile at head
+      (`attribution.quantile_contributions`; they add up to `total_ms`, that percentile);
+    - the target is total SLO x (1 - headroom) when the total fits it; when the total fits
+      only the SLO itself, the SLO (the report warns of low headroom); without a total SLO, the
+      sum of the current slice budgets (so that repeated `rebudget --write` is stable);
+    - when the total fits, every slice gets more than its part (at least its part + 1 ms,
+      whole ms) and the slack is shared in proportion to the parts, so no slice sits at 100%;
+    - it does not fit only when the total (or TTFT) is over its SLO: then it says by how much
+      and which slice to work on first (`fix_first`, else the largest part), and the
+      allocation is the target split in proportion to the parts (not to be written);
     - `unattributed` joins the allocation (after the budget's slices) when the budget lacks it
-      and its measured value or contribution is 0.5 ms or more: it is real time, to be covered;
-    - when the measured values fit, no slice gets less than its measured value (water-filling:
-      slices whose proportional share is below it are fixed there and the rest re-split);
-      otherwise the target is split proportionally and `work_first` names the slice owning
-      the largest part of the tail;
-    - whole ms, summing to at most the target, every slice at least 1 ms (a budget must be > 0).
+      and its part is 0.5 ms or more: it is real time, to be covered;
+    - whole ms, summing to at most the target, every slice at least 1 ms.
 
     The caller checks `missing_slices` first; a missing value here is a ValueError.
     """
@@ -76,68 +90,72 @@ def propose(
         raise BudgetError(
             "slices: the budget has no slices to re-budget; add them, e.g. `decode: 4200`"
         )
-    missing = missing_slices(budget, measured_ms)
+    missing = missing_slices(budget, parts)
     if missing:
         raise ValueError(f"propose: no measured value for {', '.join(missing)}")
     names = list(budget.slices)
-    extra = max(measured_ms.get(UNATTRIBUTED, 0.0), contributions.get(UNATTRIBUTED, 0.0))
-    added = UNATTRIBUTED not in budget.slices and extra >= _UNATTRIBUTED_MIN_MS
+    added = UNATTRIBUTED not in budget.slices and parts.get(UNATTRIBUTED, 0.0) >= (
+        _UNATTRIBUTED_MIN_MS
+    )
     if added:
         names.append(UNATTRIBUTED)
-    measured = {n: max(0.0, measured_ms.get(n, 0.0)) for n in names}
-    weights = {n: max(0.0, contributions.get(n, 0.0)) for n in names}
-    if not math.fsum(weights.values()) > 0:
-        weights = dict(measured)
-    if not math.fsum(weights.values()) > 0:
-        weights = dict.fromkeys(names, 1.0)
+    need = {n: max(0.0, parts.get(n, 0.0)) for n in names}
+    weights = dict(need) if math.fsum(need.values()) > 0 else dict.fromkeys(names, 1.0)
 
-    messages: list[str] = []
+    p = f"p{budget.percentile:g}"
     pct = f"{budget.headroom * 100:g}%"
-    if budget.slo.total is not None:
-        target = budget.slo.total * (1 - budget.headroom)
+    slo = budget.slo.total
+    messages: list[str] = []
+    shortfall = 0.0
+    over: str | None = None
+    if slo is not None:
+        target = slo * (1 - budget.headroom)
         messages.append(
-            f"target {_num(target)} ms = total SLO {_num(budget.slo.total)} ms "
-            f"x (1 - {pct} headroom)"
+            f"target {_num(target)} ms = total SLO {_num(slo)} ms x (1 - {pct} headroom)"
         )
+        if target < total_ms <= slo:
+            target = slo
+            messages.append(
+                f"the {p} end to end, {_num(total_ms)} ms, leaves less than the budget's {pct} "
+                f"headroom: the split fills the SLO itself, {_num(slo)} ms"
+            )
+        elif total_ms > slo:
+            shortfall, over = total_ms - slo, f"the {p} end to end, {_num(total_ms)} ms"
     else:
         target = math.fsum(s.budget for s in budget.slices.values())
         messages.append(
             f"the budget has no total SLO: the target is the sum of the current slice budgets, "
             f"{_num(target)} ms (add `slo: total:` to re-budget against an SLO)"
         )
+        if total_ms > target:
+            shortfall, over = total_ms - target, f"the {p} end to end, {_num(total_ms)} ms"
+    ttft_slo = budget.slo.ttft
+    if over is None and ttft_slo is not None and ttft_ms is not None and ttft_ms > ttft_slo:
+        shortfall, over = ttft_ms - ttft_slo, f"the {p} TTFT, {_num(ttft_ms)} ms"
+    fits = over is None
 
-    need = math.fsum(measured.values())
-    fits = need <= target
     units = math.floor(target + 1e-9)
-    if fits:
-        floors = _lower_bounds(measured, units)
-        shares = _water_fill(weights, floors, units)
-    else:
-        shares = _water_fill(weights, _at_least_one(names, units), units)
-    allocation = _round(shares, units)
+    floors = _lower_bounds(need, units) if fits else _at_least_one(names, units)
+    allocation = _round(_water_fill(weights, floors, units), units)
 
-    tail_total = math.fsum(weights.values())
     work_first = None
-    shortfall = 0.0
-    if not fits:
-        shortfall = need - target
-        work_first = max(names, key=lambda n: weights[n])
     for name in names:
-        old = budget.slice_budget(name)
-        if old is None:
+        if budget.slice_budget(name) is None:
             messages.append(
                 f"{name} (not in the budget) {allocation[name]} ms: time the slices do not "
-                f"explain ({_num(measured[name])} ms at p{budget.percentile:g}); it gets its "
-                "own line, or add the slice that is missing"
+                f"explain ({_num(need[name])} ms of the {p} end to end); it gets its own line, "
+                "or add the slice that is missing"
             )
     # the per-slice old -> new is `allocation` itself: every rendering shows it as a table
     if all(allocation[n] == budget.slice_budget(n) for n in names):
-        messages.append("the current slice budgets already match the measured tail")
-    if not fits and work_first is not None:
-        share = 100.0 * weights[work_first] / tail_total
+        messages.append("the current slice budgets already hold the measured parts")
+    if not fits:
+        ranked = [f for f in fix_first if f.slice in names and f.total_change_ms < 0]
+        work_first = ranked[0].slice if ranked else max(names, key=lambda n: weights[n])
+        gain = f" (10% faster: {_num(ranked[0].total_change_ms)} ms)" if ranked else ""
         messages.append(
-            f"even the measured values do not fit by {_num(shortfall)} ms: "
-            f"work on {work_first} first ({share:.0f}% of the tail)"
+            f"does not fit: {over} is over its SLO by {_num(shortfall)} ms; no split of the "
+            f"slices can fix that: work on {work_first} first{gain}"
         )
     ttft_slices = budget.ttft_slices
     if budget.slo.ttft is not None and ttft_slices:
@@ -162,8 +180,9 @@ def _at_least_one(names: list[str], units: int) -> dict[str, float]:
 
 
 def _lower_bounds(measured: dict[str, float], units: int) -> dict[str, float]:
-    """Whole-ms floors: the measured values rounded up where they fit in whole ms, else down."""
-    for rounding in (math.ceil, math.floor):
+    """Whole-ms floors: above the measured parts (+1 ms, so none sits at 100%) where that fits
+    in whole ms, else the parts rounded up, else down."""
+    for rounding in (lambda m: math.floor(m) + 1, math.ceil, math.floor):
         floors = {n: float(max(1, rounding(m))) for n, m in measured.items()}
         if sum(floors.values()) <= units:
             return floors

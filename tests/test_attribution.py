@@ -13,7 +13,10 @@ import pytest
 from budgetdiff.attribution import (
     MAX_SHAPLEY_SLICES,
     headline,
+    quantile_change,
+    quantile_contributions,
     round_shares,
+    shapley,
     shapley_change,
     tail_change,
     tail_contributions,
@@ -205,12 +208,69 @@ def test_shapley_slices_missing_on_one_side_count_as_zero() -> None:
 
 
 def test_shapley_limits() -> None:
-    many = {f"s{i}": np.ones(10) for i in range(MAX_SHAPLEY_SLICES + 1)}
-    with pytest.raises(ValueError, match="limited to 10"):
-        shapley_change(many, many, 95)
     with pytest.raises(ValueError, match="3 values, expected 4"):
         shapley_change({"a": np.ones(3)}, {"a": np.ones(4)}, 95)
     assert shapley_change({}, {}, 95) == {}
+    same = {f"s{i}": np.ones(10) for i in range(MAX_SHAPLEY_SLICES + 5)}
+    nothing = shapley(same, same, 95)  # fifteen slices, none changed: exact zeros, no sampling
+    assert nothing.parts == dict.fromkeys(same, 0.0) and nothing.orders is None
+
+
+def test_more_than_ten_changed_slices_are_sampled_add_up_and_keep_exact_zeros() -> None:
+    rng = np.random.default_rng(11)
+    n = 1500
+    base = _slices(rng, 14, n)
+    head = {k: x * 1.02 if i < 12 else x.copy() for i, (k, x) in enumerate(base.items())}
+    head["s3"] = base["s3"] * 1.8  # the one that matters
+    split = shapley(base, head, 95)
+    assert split.orders == 256 and split.method == "Shapley over 256 sampled slice orders"
+    expected = np.percentile(_total(head), 95) - np.percentile(_total(base), 95)
+    assert math.fsum(split.parts.values()) == pytest.approx(expected, rel=1e-9)
+    assert split.parts["s12"] == 0.0 and split.parts["s13"] == 0.0  # unchanged: exactly 0
+    assert max(split.parts, key=lambda s: split.parts[s]) == "s3"
+    # the same seed gives the same parts; ten changed slices are still exact
+    assert shapley(base, head, 95).parts == split.parts
+    ten = {k: head[k] if i < 10 else base[k] for i, k in enumerate(base)}
+    assert shapley(base, ten, 95).orders is None
+
+
+def test_sampled_shapley_is_close_to_exact() -> None:
+    rng = np.random.default_rng(12)
+    base = _slices(rng, 5, 800)
+    head = {k: x * rng.lognormal(0, 0.3, 800) for k, x in base.items()}
+    exact = shapley(base, head, 95)
+    from budgetdiff.attribution import _sampled_shapley
+
+    b, h = list(base.values()), list(head.values())
+    approx = _sampled_shapley(b, h, 95, 400, 0)
+    scale = abs(math.fsum(exact.parts.values())) + max(abs(v) for v in exact.parts.values())
+    for value, name in zip(approx, base, strict=True):
+        assert value == pytest.approx(exact.parts[name], abs=0.1 * scale)
+
+
+# --- the quantile allocation -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_quantile_parts_add_up_to_the_percentile(seed: int) -> None:
+    rng = np.random.default_rng(500 + seed)
+    n = int(rng.integers(1, 3000))
+    slices = _slices(rng, int(rng.integers(1, 8)), n)
+    total = _total(slices)
+    for p in (50.0, 95.0, 99.0, 99.9):
+        parts = quantile_contributions(slices, total, p)
+        assert math.fsum(parts.values()) == pytest.approx(np.percentile(total, p), rel=1e-9)
+
+
+def test_quantile_parts_of_a_shift_in_one_slice() -> None:
+    rng = np.random.default_rng(42)
+    base = _realistic(rng, 20000)
+    head = dict(base, decode=base["decode"] + 300.0)  # every request 300 ms later
+    cb = quantile_contributions(base, _total(base), 95)
+    ch = quantile_contributions(head, _total(head), 95)
+    change = quantile_change(cb, ch)
+    assert math.fsum(change.values()) == pytest.approx(300.0, rel=1e-9)
+    assert change["decode"] == pytest.approx(300.0, rel=0.15)
 
 
 # --- a decode regression, and the headline -----------------------------------------------
@@ -225,34 +285,62 @@ def test_a_decode_regression_is_owned_by_decode() -> None:
     paired = shapley_change(base, head, 95)
     assert paired["decode"] == pytest.approx(change, rel=1e-9)
     assert all(paired[s] == 0.0 for s in base if s != "decode")
-    assert headline(change, paired, 95) == f"p95 total +{change:,.0f} ms, 100% of it decode"
+    assert headline(95, change, paired, change="regression") == (
+        f"p95 end to end +{change:,.0f} ms (regression): decode +{change:,.0f} ms"
+    )
 
     # unpaired: other requests on the head side
     head2 = _realistic(np.random.default_rng(43), 2000)
     head2["decode"] = head2["decode"] * 1.15
-    parts = tail_change(
-        tail_contributions(base, _total(base), 95), tail_contributions(head2, _total(head2), 95)
+    parts = quantile_change(
+        quantile_contributions(base, _total(base), 95),
+        quantile_contributions(head2, _total(head2), 95),
     )
     assert max(parts, key=lambda s: parts[s]) == "decode"
-    text = headline(math.fsum(parts.values()), parts, 95)
-    assert text.startswith("p95 total +") and text.endswith("of it decode")
-    shares = tail_shares(tail_contributions(head2, _total(head2), 95))
+    text = headline(95, math.fsum(parts.values()), parts, change="regression")
+    assert text.startswith("p95 end to end +") and "(regression): decode +" in text
+    shares = tail_shares(quantile_contributions(head2, _total(head2), 95))
     assert max(shares, key=lambda s: shares[s]) == "decode"
 
 
+def _headline_sum(text: str) -> tuple[int, int]:
+    """(the stated change, the sum of the parts named after it), in whole ms."""
+    stated, _, rest = text.partition(" (")
+    value = int(stated.rsplit(" ", 2)[-2].replace(",", ""))
+    listed = rest.partition("): ")[2]
+    parts = [int(w.rsplit(" ", 2)[-2].replace(",", "")) for w in listed.split(", ")]
+    return value, sum(parts)
+
+
 def test_headline_wording() -> None:
-    assert headline(420.4, {"decode": 391.0, "prefill": 29.4}, 95) == (
-        "p95 total +420 ms, 93% of it decode"
+    assert headline(95, 575.2, {"decode": 560.4, "queue": 14.8}, change="regression") == (
+        "p95 end to end +575 ms (regression): decode +560 ms, queue +15 ms"
     )
-    assert headline(-120.0, {"prefill": -96.0, "decode": -24.0}, 95) == (
-        "p95 total -120 ms, 80% of it prefill"
+    assert headline(95, -120.0, {"prefill": -96.0, "decode": -24.0}, change="improvement") == (
+        "p95 end to end -120 ms (improvement): prefill -96 ms, decode -24 ms"
     )
-    assert headline(0.01, {"decode": 0.01}, 99) == "p99 total unchanged"
-    assert headline(4.25, {"app": 4.25}, 99.9) == "p99.9 total +4.2 ms, 100% of it app"
-    assert headline(533.0, {"decode": 755.0, "prefill": -222.0, "app": 0.0}, 95) == (
-        "p95 total +533 ms, all of it decode (+755 ms, partly offset by prefill -222 ms)"
+    assert headline(95, 12.3, {"decode": 12.3}, change="none", ci_ms=(-40.2, 64.4)) == (
+        "p95 end to end: no significant change (+12 ms, could be -40 to +64 ms)"
     )
-    assert headline(1234.0, {}, 95) == "p95 total +1,234 ms"
+    assert headline(95, -237.0, {"decode": -237.0}, change="none", ci_ms=(-441.0, -33.0)) == (
+        "p95 end to end: no change that counts (-237 ms, could be -441 to -33 ms)"
+    )
+    assert headline(99, 4.25, {"app": 4.25}, change="regression") == (
+        "p99 end to end +4.2 ms (regression): app +4.2 ms"
+    )
+    assert headline(
+        95, 533.0, {"decode": 755.0, "prefill": -222.0, "app": 0.0}, change="regression"
+    ) == ("p95 end to end +533 ms (regression): decode +755 ms, prefill -222 ms")
+    many = {"a": 300.4, "b": 100.3, "c": 50.3, "d": 20.4, "e": 10.4, "f": -5.3}
+    text = headline(95, math.fsum(many.values()), many, change="regression")
+    assert text == (
+        "p95 end to end +476 ms (regression): a +300 ms, b +100 ms, c +50 ms, 3 others +26 ms"
+    )
+    assert _headline_sum(text) == (476, 476)
+    assert headline(95, 40.0, {"a": 40.0}, change="inconclusive") == (
+        "p95 end to end +40 ms: inconclusive (too few requests to tell)"
+    )
+    assert headline(95, 1234.0, {}, change="regression") == "p95 end to end +1,234 ms (regression)"
 
 
 def test_real_vllm_pair_decode_owns_the_change() -> None:
@@ -273,12 +361,13 @@ def test_real_vllm_pair_decode_owns_the_change() -> None:
     (base, tb), (head, th) = sides
     assert "decode" in head
 
-    parts = tail_change(tail_contributions(base, tb, 95), tail_contributions(head, th, 95))
+    parts = quantile_change(
+        quantile_contributions(base, tb, 95), quantile_contributions(head, th, 95)
+    )
     assert max(parts, key=lambda s: parts[s]) == "decode"
     assert parts["decode"] > 0.8 * math.fsum(parts.values()) > 0
-    assert "of it decode" in headline(
-        float(np.percentile(th, 95) - np.percentile(tb, 95)), parts, 95
-    )
+    change = float(np.percentile(th, 95) - np.percentile(tb, 95))
+    assert "(regression): decode +" in headline(95, change, parts, change="regression")
 
     if len(tb) == len(th):  # same prompts in the same order: pair by position
         phi = shapley_change(base, head, 95)

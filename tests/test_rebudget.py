@@ -38,7 +38,7 @@ def _budget(total: float | None = 6000, headroom: str = "10%", **slices: float) 
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_proposal_fits_the_target_and_never_undercuts_measured(seed: int) -> None:
+def test_a_proposal_that_fits_holds_every_part_with_slack_and_fills_the_target(seed: int) -> None:
     rng = np.random.default_rng(seed)
     k = int(rng.integers(1, 6))
     budget = _budget(
@@ -46,35 +46,40 @@ def test_proposal_fits_the_target_and_never_undercuts_measured(seed: int) -> Non
         headroom=f"{rng.integers(0, 30)}%",
         **{NAMES[i]: float(rng.integers(10, 5000)) for i in range(k)},
     )
-    target = budget.slo.total * (1 - budget.headroom)  # type: ignore[operator]
-    measured = {n: float(rng.uniform(0.2, 1.2)) * target / k for n in budget.slices}
-    contributions = {n: m * float(rng.uniform(0.8, 1.6)) for n, m in measured.items()}
-    prop = propose(budget, measured, contributions)
+    slo = budget.slo.total
+    assert slo is not None
+    target = slo * (1 - budget.headroom)
+    parts = {n: float(rng.uniform(0.2, 1.2)) * target / k for n in budget.slices}
+    total = math.fsum(parts.values())  # the parts add up to the total's percentile
+    prop = propose(budget, parts, total_ms=total)
 
     assert list(prop.allocation) == list(budget.slices)
-    assert sum(prop.allocation.values()) <= prop.target_ms == pytest.approx(target)
-    assert sum(prop.allocation.values()) > target - k  # nothing left on the table
     assert all(isinstance(v, int) and v >= 1 for v in prop.allocation.values())
-    need = math.fsum(measured.values())
-    assert prop.fits == (need <= target)
+    assert prop.fits == (total <= slo)
+    if total <= target:
+        assert prop.target_ms == pytest.approx(target)
+    elif total <= slo:  # fits the SLO, not its headroom: the split fills the SLO
+        assert prop.target_ms == slo
+        assert any("less than the budget's" in m for m in prop.messages)
+    assert sum(prop.allocation.values()) <= prop.target_ms
+    assert sum(prop.allocation.values()) > prop.target_ms - k  # nothing left on the table
     if prop.fits:
         assert prop.shortfall_ms == 0 and prop.work_first is None
-        if sum(math.ceil(m) for m in measured.values()) <= target:
-            assert all(prop.allocation[n] >= measured[n] for n in measured)
+        if sum(math.floor(v) + 1 for v in parts.values()) <= math.floor(prop.target_ms):
+            assert all(prop.allocation[n] > parts[n] for n in parts)  # no slice at 100%
     else:
-        assert prop.shortfall_ms == pytest.approx(need - target)
-        assert prop.work_first == max(contributions, key=lambda n: contributions[n])
-        assert any("do not fit by" in m for m in prop.messages)
+        assert prop.shortfall_ms == pytest.approx(total - slo)
+        assert prop.work_first == max(parts, key=lambda n: parts[n])
+        assert any(m.startswith("does not fit: the p95 end to end") for m in prop.messages)
     parse_budget(  # the allocation is a valid budget
         "slices: {" + ", ".join(f"{n}: {v}" for n, v in prop.allocation.items()) + "}", "x"
     )
 
 
-def test_proposal_follows_the_tail_contributions() -> None:
+def test_the_slack_follows_the_parts() -> None:
     budget = _budget()
-    measured = dict.fromkeys(NAMES, 1.0)  # everything fits: purely proportional
-    contributions = {"network": 50, "queue": 50, "prefill": 400, "decode": 3000, "app": 100}
-    prop = propose(budget, measured, contributions)
+    parts = {"network": 50.0, "queue": 50.0, "prefill": 400.0, "decode": 3000.0, "app": 100.0}
+    prop = propose(budget, parts, total_ms=3600)
     assert prop.fits and prop.target_ms == 5400
     assert prop.allocation == {
         "network": 75,
@@ -84,72 +89,78 @@ def test_proposal_follows_the_tail_contributions() -> None:
         "app": 150,
     }
     assert prop.messages[0] == "target 5400 ms = total SLO 6000 ms x (1 - 10% headroom)"
-    assert prop.allocation["decode"] == 4500
-    assert prop.allocation["network"] == 75
 
 
-def test_water_filling_pins_small_slices_at_their_measured_value() -> None:
+def test_small_parts_are_pinned_above_their_value() -> None:
     budget = _budget()
-    measured = {"network": 119.2, "queue": 216.0, "prefill": 337.4, "decode": 3775.0, "app": 200}
-    contributions = {"network": 80, "queue": 120, "prefill": 250, "decode": 4700, "app": 150}
-    prop = propose(budget, measured, contributions)
+    parts = {"network": 0.2, "queue": 0.4, "prefill": 337.4, "decode": 4800.0, "app": 200.0}
+    prop = propose(budget, parts, total_ms=math.fsum(parts.values()))
     assert prop.fits
-    assert prop.allocation == {
-        "network": 120,
-        "queue": 216,
-        "prefill": 338,
-        "decode": 4526,
-        "app": 200,
-    }
+    assert prop.allocation["network"] == 1 and prop.allocation["queue"] == 1
+    assert all(prop.allocation[n] > v for n, v in parts.items())
     assert sum(prop.allocation.values()) == 5400
 
 
-def test_when_the_measured_values_do_not_fit_it_says_so_plainly() -> None:
+def test_a_model_upgrade_that_fits_the_slo_is_writable() -> None:
+    """The issue's case: p95 total 5,633 ms under a 6,000 ms SLO, decode's own p95 large."""
     budget = _budget()
-    measured = {"network": 150, "queue": 300, "prefill": 900, "decode": 4330, "app": 100}
-    contributions = {"network": 100, "queue": 200, "prefill": 600, "decode": 5000, "app": 100}
-    prop = propose(budget, measured, contributions)
+    parts = {"network": 60.0, "queue": 90.0, "prefill": 183.0, "decode": 5200.0, "app": 100.0}
+    prop = propose(budget, parts, total_ms=5633.0, ttft_ms=600.0)
+    assert prop.fits and prop.target_ms == 6000
+    assert all(prop.allocation[n] > v for n, v in parts.items())
+    assert sum(prop.allocation.values()) == 6000
+
+
+def test_when_the_total_does_not_fit_it_says_by_how_much_and_what_to_fix_first() -> None:
+    from budgetdiff.whatif import FixFirst
+
+    budget = _budget()
+    parts = {"network": 100.0, "queue": 200.0, "prefill": 600.0, "decode": 5400.0, "app": 80.0}
+    ranking = (FixFirst("decode", -540.0, 4.0), FixFirst("prefill", -60.0, 0.5))
+    prop = propose(budget, parts, total_ms=6380.0, fix_first=ranking)
     assert not prop.fits
     assert prop.shortfall_ms == pytest.approx(380)
     assert prop.work_first == "decode"
     assert prop.messages[-1] == (
-        "even the measured values do not fit by 380 ms: work on decode first (83% of the tail)"
+        "does not fit: the p95 end to end, 6380 ms is over its SLO by 380 ms; no split of the "
+        "slices can fix that: work on decode first (10% faster: -540 ms)"
     )
-    assert sum(prop.allocation.values()) == 5400  # still a proportional split of the target
-    assert prop.allocation["decode"] == 4500
+    assert sum(prop.allocation.values()) == 5400  # a proportional split of the target
+    over_ttft = propose(budget, parts, total_ms=5000.0, ttft_ms=1300.0)
+    assert not over_ttft.fits and over_ttft.shortfall_ms == pytest.approx(100)
+    assert "the p95 TTFT, 1300 ms is over its SLO by 100 ms" in over_ttft.messages[-1]
 
 
 def test_unattributed_time_gets_its_own_line() -> None:
     budget = _budget()
-    measured = {"network": 100, "queue": 200, "prefill": 300, "decode": 3000, "app": 100}
-    prop = propose(budget, {**measured, "unattributed": 90.0}, {**measured, "unattributed": 120})
+    parts = {"network": 100.0, "queue": 200.0, "prefill": 300.0, "decode": 3000.0, "app": 100.0}
+    prop = propose(budget, {**parts, "unattributed": 90.0}, total_ms=3790)
     assert list(prop.allocation)[-1] == "unattributed"
-    assert prop.allocation["unattributed"] >= 90
+    assert prop.allocation["unattributed"] > 90
     assert any(m.startswith("unattributed (not in the budget)") for m in prop.messages)
     # rounding noise does not add a line
-    prop = propose(budget, {**measured, "unattributed": 0.2}, {**measured, "unattributed": 0.3})
+    prop = propose(budget, {**parts, "unattributed": 0.2}, total_ms=3700.2)
     assert "unattributed" not in prop.allocation
 
 
 def test_without_a_total_slo_the_target_is_the_sum_of_the_slice_budgets() -> None:
     budget = _budget(total=None)
-    measured = {"network": 100, "queue": 200, "prefill": 300, "decode": 3000, "app": 100}
-    prop = propose(budget, measured, measured)
+    parts = {"network": 100.0, "queue": 200.0, "prefill": 300.0, "decode": 3000.0, "app": 100.0}
+    prop = propose(budget, parts, total_ms=3700)
     assert prop.target_ms == 5700  # headroom is not taken off again
     assert sum(prop.allocation.values()) == 5700
     assert "no total SLO" in prop.messages[0]
     # proposing again from the written proposal changes nothing
     again = _budget(total=None, **prop.allocation)
-    assert propose(again, measured, measured).allocation == prop.allocation
+    assert propose(again, parts, total_ms=3700).allocation == prop.allocation
 
 
 def test_an_unchanged_budget_says_so() -> None:
     slices = {"network": 100, "queue": 200, "prefill": 300, "decode": 4500, "app": 300}
-    measured = {"network": 90, "queue": 150, "prefill": 250, "decode": 4000, "app": 250}
     for budget in (_budget(**slices), _budget(total=None, **slices)):  # both targets: 5400 ms
-        prop = propose(budget, measured, {n: v / 3 for n, v in slices.items()})
+        prop = propose(budget, {n: v / 3 for n, v in slices.items()}, total_ms=1800)
         assert prop.allocation == slices
-        assert prop.messages[1:] == ("the current slice budgets already match the measured tail",)
+        assert prop.messages[1:] == ("the current slice budgets already hold the measured parts",)
 
 
 def test_ttft_slices_over_the_ttft_slo_are_pointed_out() -> None:
@@ -158,8 +169,8 @@ def test_ttft_slices_over_the_ttft_slo_are_pointed_out() -> None:
         "first_token_after: prefill\n",
         "budget.yml",
     )
-    measured = {"queue": 100, "prefill": 450, "decode": 3000}
-    prop = propose(budget, measured, measured)
+    parts = {"queue": 100.0, "prefill": 450.0, "decode": 3000.0}
+    prop = propose(budget, parts, total_ms=3550)
     assert any("slices up to prefill get" in m and "ttft SLO 500 ms" in m for m in prop.messages)
 
 
@@ -173,9 +184,9 @@ def test_missing_slices_and_no_slices() -> None:
     ]
     assert missing_slices(budget, dict.fromkeys(NAMES, 1.0)) == []
     with pytest.raises(ValueError, match="no measured value for app"):
-        propose(budget, {n: 1.0 for n in NAMES if n != "app"}, {})
+        propose(budget, {n: 1.0 for n in NAMES if n != "app"}, total_ms=4)
     with pytest.raises(BudgetError, match="no slices"):
-        propose(parse_budget("slo: {total: 100}\n", "b.yml"), {}, {})
+        propose(parse_budget("slo: {total: 100}\n", "b.yml"), {}, total_ms=1)
 
 
 # --- feasibility -------------------------------------------------------------------------

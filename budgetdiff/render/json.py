@@ -50,6 +50,15 @@ def _scenario(s: Scenario) -> dict[str, Any]:
         }
         if c.rebudget
         else None,
+        "attribution": c.attribution,
+        "fix_first": [
+            {
+                "slice": f.slice,
+                "total_change_ms": _f(f.total_change_ms),
+                "attainment_change_pct": _f(f.attainment_change_pct),
+            }
+            for f in c.fix_first
+        ],
         "attainment": _attainment(c),
         "not_comparable": list(c.not_comparable),
         "feasibility": list(c.feasibility),
@@ -95,6 +104,8 @@ def _slice(r: Row) -> dict[str, Any]:
         "budget_use_pct": _f(r.budget_use_pct),
         "tail_share_pct": _f(r.tail_share_pct),
         "tail_change_ms": _f(r.tail_change_ms),
+        "part_ms": _f(r.part_ms),
+        "base_part_ms": _f(r.base_part_ms),
     }
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from budgetdiff.compare import Comparison, Row
 from budgetdiff.render import cells
-from budgetdiff.render.numbers import ms, num, pct
+from budgetdiff.render.numbers import ms, num, pct, signed_ms
 from budgetdiff.render.text import md
 from budgetdiff.report import Report, Scenario
 
@@ -124,6 +124,7 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
             *(["base"] if compare else []),
             "head",
             *(["change"] if compare else []),
+            f"part of {p} total",
             "budget use",
             "tail share (change)",
         ]
@@ -134,12 +135,15 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
                 *([num(r.base_ms)] if compare else []),
                 num(r.head_ms),
                 *([md(cells.change(r), 200)] if compare else []),
+                cells.part(r),
                 ("❌ " if r.over_budget else "") + cells.budget_use(r).replace(" OVER", ""),
                 md(cells.share(r)),
             ]
             for r in rows
         ]
-        lines += ["", *_table(head, body, "lrrrlrr" if compare else "lrrrr")]
+        lines += ["", *_table(head, body, "lrrrlrrr" if compare else "lrrrrr")]
+        if any(r.part_ms is not None for r in rows):
+            lines += ["", f"<sub>{cells.budget_meaning(c)}</sub>"]
     if s.findings:
         lines += [""] + [
             f"- {'❌' if f.fails else '⚠️'} **{f.kind.replace('_', ' ')}**: {md(f.message, 400)}"
@@ -190,6 +194,28 @@ def _details(c: Comparison) -> list[str]:
             for r in rows
         ]
         out += _fold("Other percentiles (ms)", _table(head, body, "l" + "r" * (len(head) - 1)))
+    if c.fix_first:
+        text = [
+            "Each slice 10% faster in every request, the rest as measured, "
+            "recomputed from the head's requests; the most useful first:",
+            "",
+            *_table(
+                ["rank", "slice 10% faster", f"p{c.percentile:g} end to end", "SLO attainment"],
+                [
+                    [
+                        str(i),
+                        md(f.slice),
+                        signed_ms(f.total_change_ms),
+                        f"{f.attainment_change_pct:+.1f} points"
+                        if f.attainment_change_pct is not None
+                        else "–",
+                    ]
+                    for i, f in enumerate(c.fix_first, 1)
+                ],
+                "rlrr",
+            ),
+        ]
+        out += _fold("What to fix first", text)
     if c.rebudget is not None:
         prop = c.rebudget
         head = ["slice", "budget now", "proposed"]
@@ -198,7 +224,8 @@ def _details(c: Comparison) -> list[str]:
         ]
         text = _table(head, body, "lrr")
         text += [""] + [f"- {md(m, 300)}" for m in prop.messages]
-        text += ["", "Apply it with `budgetdiff rebudget --head FILE --write`."]
+        if prop.fits:
+            text += ["", "Apply it with `budgetdiff rebudget --head FILE --write`."]
         out += _fold(f"Re-budget proposal (fills {ms(prop.target_ms)})", text)
     att = [
         (n, side, side.attainment)

@@ -46,15 +46,23 @@ def render_table(report: Report) -> str:
                     c.slices,
                     f"slice {p}",
                     compare,
-                    ("budget use", "tail share (change)"),
-                    lambda r: [cells.budget_use(r), cells.share(r)],
+                    (f"part of {p} total", "budget use", "tail share (change)"),
+                    lambda r: [cells.part(r), cells.budget_use(r), cells.share(r)],
                 ),
             ]
+            if any(r.part_ms is not None for r in c.slices):
+                out.append(cells.budget_meaning(c))
         if s.findings:
             out.append("")
             out += [
                 f"{'FAIL' if f.fails else 'warn'} {f.kind}: {plain(f.message, 400)}"
                 for f in s.findings
+            ]
+        if c.fix_first:
+            out += ["", "what to fix first (each slice 10% faster, the rest as measured):"]
+            out += [
+                f"  {i}. {plain(f.slice)}: {cells.fix_first(f, c.percentile)}"
+                for i, f in enumerate(c.fix_first, 1)
             ]
         if c.rebudget is not None:
             alloc = ", ".join(
