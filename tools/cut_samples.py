@@ -1,0 +1,135 @@
+"""Copy the real tool files the tests read from ../shared/samples into tests/data/, cut down.
+
+    python tools/cut_samples.py ../shared/samples ../shared/github
+
+Only text is cut: prompts, generated text and streamed chunks keep their first words (every
+streamed chunk stays, with its content, so token counts and timestamps are untouched). Every
+number, count, key and timestamp is kept as the tool wrote it, so a test that checks a reader
+against the tool's own summary of the same run checks the same thing on the cut-down file.
+Files no test reads (prompt inputs, console logs, most CSV exports, the raw HTTP trace) are
+left out.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
+
+VERBATIM = [
+    "fetched/SOURCES.md",
+    "fetched/inference-perf/*.json",
+    "fetched/llmperf/*.json",
+    "fetched/otel/*",
+    "generated/*/mock_server_timings.jsonl",
+    "generated/*/*/mock_server_timings.jsonl",
+    "generated/aiperf/*/profile_export.jsonl",
+    "generated/aiperf/*/profile_export_aiperf.json",
+    "generated/aiperf/base/profile_export_aiperf.csv",
+    "generated/genai-perf/*/profile_export_genai_perf.json",
+    "generated/inference-perf/*/summary_lifecycle_metrics.json",
+    "generated/inference-perf/*/stage_0_lifecycle_metrics.json",
+    "generated/inference-perf-otel-console/*/console_spans.txt",
+    "generated/inference-perf-otel-console/*/summary_lifecycle_metrics.json",
+    "generated/otlp-json/*/*.otlp.json",
+    "generated/prometheus/*/*.prom",
+    "generated/sglang/*/sglang_bench_serving.jsonl",
+]
+
+
+def words(text: str, n: int = 6) -> str:
+    return " ".join(text.split(" ")[:n])
+
+
+def cut_vllm(doc: dict[str, Any]) -> dict[str, Any]:
+    doc["generated_texts"] = [words(t, 3) for t in doc.get("generated_texts", [])]
+    return doc
+
+
+def cut_genai_perf(doc: dict[str, Any]) -> dict[str, Any]:
+    for exp in doc["experiments"]:
+        for request in exp["requests"]:
+            payload = json.loads(request["request_inputs"]["payload"])
+            for message in payload.get("messages", []):
+                message["content"] = words(message["content"])
+            request["request_inputs"]["payload"] = json.dumps(payload)
+            for out in request["response_outputs"][1:-1]:  # keep the role chunk and [DONE]
+                event = json.loads(out["response"].strip().removeprefix("data:"))
+                for choice in event["choices"]:  # the reader's rule: does a chunk carry text
+                    for drop in ("logprobs", "index"):
+                        choice.pop(drop, None)
+                for drop in ("object", "created", "model", "id"):
+                    event.pop(drop, None)
+                out["response"] = "data: " + json.dumps(event, separators=(",", ":")) + "\n\n"
+    return doc
+
+
+def cut_guidellm(doc: dict[str, Any]) -> dict[str, Any]:
+    for bench in doc["benchmarks"]:
+        for status in ("successful", "errored", "incomplete"):
+            for row in bench["requests"].get(status) or []:
+                if isinstance(row.get("output"), str):
+                    row["output"] = words(row["output"])
+                args = row.get("request_args")
+                if isinstance(args, str):
+                    body = json.loads(args)
+                    for message in body["body"].get("messages", []):
+                        for part in message.get("content", []):
+                            if isinstance(part, dict) and "text" in part:
+                                part["text"] = words(part["text"])
+                    row["request_args"] = json.dumps(body, separators=(",", ":"))
+    return doc
+
+
+def cut_inference_perf(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for rec in records:
+        request = json.loads(rec["request"])
+        request["prompt"] = words(request["prompt"])
+        rec["request"] = json.dumps(request)
+        events = rec["response"].split("\n\n")
+        rec["response"] = "\n\n".join(events[:2] + events[-3:])  # the id, the usage, [DONE]
+        metrics = rec["info"]["response_metrics"]
+        chunks = metrics.get("response_chunks")
+        if isinstance(chunks, list):
+            metrics["response_chunks"] = chunks[:1] + chunks[-1:]
+    return records
+
+
+# the tool's own JSON layout: indent (None: one line) and separators
+CUT = {
+    "generated/vllm/*/vllm_bench_serve.json": (cut_vllm, None, (", ", ": ")),
+    "generated/genai-perf/*/profile_export.json": (cut_genai_perf, None, (",", ":")),
+    "generated/guidellm/*/benchmarks.json": (cut_guidellm, None, (", ", ": ")),
+    "generated/inference-perf/*/per_request_lifecycle_metrics.json": (
+        cut_inference_perf,
+        2,
+        (",", ": "),
+    ),
+}
+
+
+def main(samples: Path, github: Path) -> None:
+    for pattern in VERBATIM:
+        for path in sorted(samples.glob(pattern)):
+            target = DATA / path.relative_to(samples)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+    for pattern, (cut, indent, separators) in CUT.items():
+        for path in sorted(samples.glob(pattern)):
+            target = DATA / path.relative_to(samples)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            doc = cut(json.loads(path.read_text()))
+            text = json.dumps(doc, indent=indent, separators=separators)
+            target.write_text(text + ("\n" if path.read_bytes().endswith(b"\n") else ""))
+    (DATA / "github").mkdir(parents=True, exist_ok=True)
+    for name in ("openapi-subset.json", "event-payloads.json"):
+        doc = json.loads((github / name).read_text())
+        (DATA / "github" / name).write_text(json.dumps(doc, separators=(",", ":")) + "\n")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]))
