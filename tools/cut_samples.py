@@ -112,6 +112,22 @@ CUT = {
 }
 
 
+def cut_aiperf_early(mirror: Path) -> None:
+    """AIPerf 0.1's example run (ai-dynamo/aiperf examples/artifacts/run1, commit 7c31f57):
+    the aggregate verbatim; the records without their inter-chunk gap lists (the bulk)."""
+    folder = DATA / "aiperf"
+    folder.mkdir(parents=True, exist_ok=True)
+    agg = (mirror / "profile_export_aiperf.json").read_bytes()
+    (folder / "aiperf_early_schema_profile_export_aiperf.json").write_bytes(agg)
+    lines = []
+    for line in (mirror / "profile_export.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        record["metrics"].pop("inter_chunk_latency", None)
+        lines.append(json.dumps(record, separators=(",", ":")))
+    text = "\n".join(lines) + "\n"
+    (folder / "aiperf_early_schema_profile_export.jsonl").write_text(text)
+
+
 def main(samples: Path, github: Path) -> None:
     for pattern in VERBATIM:
         for path in sorted(samples.glob(pattern)):
@@ -132,4 +148,7 @@ def main(samples: Path, github: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]))
+    if sys.argv[1] == "aiperf-early":  # a folder holding `git show` of the three run1 files
+        cut_aiperf_early(Path(sys.argv[2]))
+    else:
+        main(Path(sys.argv[1]), Path(sys.argv[2]))

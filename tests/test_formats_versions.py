@@ -1,0 +1,78 @@
+"""Every version of every tool's file: each shape read from a real (cut-down) file, its numbers
+checked against the tool's own summary of the same run, and its requests and failures counted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from budgetdiff.formats import ReadOptions, aiperf, detect
+from budgetdiff.table import Run
+from tests.conftest import SAMPLES
+from tests.helpers import run
+
+OPTS = ReadOptions()
+PCTS = (50.0, 90.0, 95.0, 99.0)
+
+
+def _only(module: object, path: Path) -> Run:
+    data = path.read_bytes()
+    assert detect.detect(data, path.name, OPTS) is module, path
+    (one,) = detect.read(data, path.name, "auto", OPTS)
+    return one
+
+
+# ---------------------------------------------------------------- AIPerf 0.1 (autumn 2025)
+AIPERF_EARLY = SAMPLES / "aiperf"
+
+
+def test_aiperf_early_records_match_its_own_aggregate() -> None:
+    """`ttft` / `ttst` instead of `time_to_first_token`: TTFT is read, not dropped."""
+    records = _only(aiperf, AIPERF_EARLY / "aiperf_early_schema_profile_export.jsonl")
+    agg = json.loads((AIPERF_EARLY / "aiperf_early_schema_profile_export_aiperf.json").read_text())
+    stats = agg["records"]
+    assert records.n == 100 and records.ok is not None
+    assert int(records.ok.sum()) == stats["request_count"]["avg"] == 89
+    assert int((~records.ok).sum()) == stats["error_request_count"]["avg"] == 11
+    assert records.ttft is not None and records.total is not None
+    ok = records.ok
+    for q in PCTS:
+        assert np.percentile(records.ttft[ok], q) == pytest.approx(stats["ttft"][f"p{q:g}"])
+        want = stats["request_latency"][f"p{q:g}"]
+        assert np.percentile(records.total[ok], q) == pytest.approx(want)
+    assert set(records.slices) == {"first_token", "decode"}
+    assert records.meta["schema"] == aiperf.EARLY_SCHEMA
+
+
+def test_aiperf_early_aggregate_is_detected_and_read() -> None:
+    path = AIPERF_EARLY / "aiperf_early_schema_profile_export_aiperf.json"
+    stats = json.loads(path.read_text())["records"]
+    agg = _only(aiperf, path)
+    assert agg.n == 0 and agg.summary_count == 100 and agg.meta["failures"] == 11
+    for name, metric in (
+        ("ttft", "ttft"),
+        ("total", "request_latency"),
+        ("tpot", "inter_token_latency"),
+    ):
+        assert agg.summary[name] == {
+            float(k[1:]): v for k, v in stats[metric].items() if k.startswith("p")
+        }
+    assert agg.meta["model"] == "openai/gpt-oss-20b" and agg.meta["concurrency"] == 100
+
+
+def test_aiperf_early_aggregate_under_format_aiperf(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 5000, total: 10000}\n")
+    path = AIPERF_EARLY / "aiperf_early_schema_profile_export_aiperf.json"
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--format", "aiperf"]
+    code, out, err = run([*argv, "--output", "json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["requests"]["head"] == 100 and report["failed"]["head"] == 11
+    ttft = next(r for r in report["slo"] if r["metric"] == "ttft")
+    assert ttft["head_ms"] == pytest.approx(3825.278, abs=1e-3)  # the file's own p95
