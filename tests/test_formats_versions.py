@@ -76,3 +76,31 @@ def test_aiperf_early_aggregate_under_format_aiperf(
     assert report["requests"]["head"] == 100 and report["failed"]["head"] == 11
     ttft = next(r for r in report["slo"] if r["metric"] == "ttft")
     assert ttft["head_ms"] == pytest.approx(3825.278, abs=1e-3)  # the file's own p95
+
+
+# ---------------------------------------------------------------- what the report says it read
+def test_report_names_format_and_schema_of_each_side(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 5000, total: 10000}\n")
+    base = SAMPLES / "generated/aiperf/base/profile_export_aiperf.json"
+    head = AIPERF_EARLY / "aiperf_early_schema_profile_export_aiperf.json"
+    argv = ["compare", "--base", str(base), "--head", str(head), "--budget", str(budget)]
+    code, out, err = run([*argv, "--output", "json"], capsys)
+    assert code in (0, 1), err
+    inputs = json.loads(out)["inputs"]
+    assert inputs["base"] == {
+        "source": str(base),
+        "format": "aiperf",
+        "schema": "1.4",
+        "tool_version": "0.13.0",
+    }
+    assert inputs["head"]["format"] == "aiperf"
+    assert inputs["head"]["schema"] == aiperf.EARLY_SCHEMA
+    assert inputs["head"]["tool_version"] is None
+    _, table, _ = run(argv, capsys)
+    read = "read: base aiperf (schema 1.4, aiperf 0.13.0) · head aiperf (schema 0.1 (records/tag"
+    assert read in table
+    _, markdown, _ = run([*argv, "--output", "markdown"], capsys)
+    assert markdown.rstrip().splitlines()[-1].startswith("<sub>read: base aiperf (schema 1.4")
