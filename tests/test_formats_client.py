@@ -40,7 +40,8 @@ OWN = {
 def _own_files(module: ModuleType) -> set[Path]:
     roots = sample_roots()
     if module is llmperf:
-        return {p for root in roots for p in (root / "fetched" / "llmperf").glob("*.json")}
+        folders = [root / "fetched" / "llmperf" for root in roots] + [SAMPLES / "llmperf"]
+        return {p for folder in folders for p in folder.glob("*.json")}
     return {p for root in roots for pattern in OWN[module.NAME] for p in root.glob(pattern)}
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from budgetdiff.formats import ReadOptions, aiperf, detect
+from budgetdiff.formats import ReadOptions, aiperf, detect, llmperf
 from budgetdiff.table import Run
 from tests.conftest import SAMPLES
 from tests.helpers import run
@@ -104,3 +104,45 @@ def test_report_names_format_and_schema_of_each_side(
     assert read in table
     _, markdown, _ = run([*argv, "--output", "markdown"], capsys)
     assert markdown.rstrip().splitlines()[-1].startswith("<sub>read: base aiperf (schema 1.4")
+
+
+# ---------------------------------------------------------------- LLMPerf with failures
+LLMPERF_FAILURES = SAMPLES / "llmperf" / "llmperf_failures_bedrock_70b_{}.json"
+
+
+def test_llmperf_summary_counts_its_own_failures() -> None:
+    """49 of 150 requests failed: the summary says so in `results_number_errors`."""
+    path = Path(str(LLMPERF_FAILURES).format("summary"))
+    doc = json.loads(path.read_text())
+    summary = _only(llmperf, path)
+    assert summary.summary_count == doc["results_num_requests_started"] == 150
+    assert summary.meta["failures"] == doc["results_number_errors"] == 49
+    assert doc["results_error_rate"] == pytest.approx(49 / 150)
+    rows = _only(llmperf, Path(str(LLMPERF_FAILURES).format("individual_responses")))
+    assert rows.n == 150 and rows.ok is not None and int((~rows.ok).sum()) == 49
+    assert rows.ttft is not None and rows.total is not None
+    for q in PCTS:  # the summary's percentiles are of the completed requests
+        want = doc[f"results_ttft_s_quantiles_p{q:g}"] * 1000
+        assert np.percentile(rows.ttft[rows.ok], q) == pytest.approx(want)
+        assert summary.summary["ttft"][q] == pytest.approx(want)
+        want = doc[f"results_end_to_end_latency_s_quantiles_p{q:g}"] * 1000
+        assert np.percentile(rows.total[rows.ok], q) == pytest.approx(want)
+
+
+def test_llmperf_failures_reach_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Against a run of the same benchmark with no failure, 49 of 150 is a higher failure rate."""
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 5000, total: 10000}\n")
+    for kind in ("summary", "individual_responses"):
+        base = SAMPLES / f"fetched/llmperf/together_70b_{kind}.json"
+        head = str(LLMPERF_FAILURES).format(kind)
+        argv = ["compare", "--base", str(base), "--head", head, "--budget", str(budget)]
+        code, out, err = run([*argv, "--output", "json"], capsys)
+        assert code == 1, err
+        report = json.loads(out)
+        assert (report["requests"]["head"], report["failed"]["head"]) == (150, 49), kind
+        assert (report["requests"]["base"], report["failed"]["base"]) == (150, 0), kind
+        (finding,) = [f for f in report["findings"] if f["kind"] == "failure_rate"]
+        assert finding["fails"] and "49 of 150 requests failed at head" in finding["message"]
