@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
 
-from budgetdiff.formats import ReadOptions, aiperf, detect, llmperf
+from budgetdiff.formats import ReadOptions, aiperf, detect, llmperf, sglang, vllm
 from budgetdiff.table import Run
 from tests.conftest import SAMPLES
 from tests.helpers import run
@@ -146,3 +147,55 @@ def test_llmperf_failures_reach_the_report(
         assert (report["requests"]["base"], report["failed"]["base"]) == (150, 0), kind
         (finding,) = [f for f in report["findings"] if f["kind"] == "failure_rate"]
         assert finding["fails"] and "49 of 150 requests failed at head" in finding["message"]
+
+
+# ---------------------------------------------------------------- vLLM / SGLang without details
+@pytest.mark.parametrize(
+    ("module", "name", "total_key"),
+    [
+        (vllm, "vllm_bench_serve.json", "e2el"),
+        (sglang, "sglang_bench_serving.jsonl", "e2e_latency"),
+    ],
+    ids=["vllm", "sglang"],
+)
+@pytest.mark.parametrize("side", ["base", "head"])
+def test_result_without_details_is_an_aggregate_of_the_same_run(
+    module: ModuleType, name: str, total_key: str, side: str
+) -> None:
+    """The tool's own percentiles, checked against the per-request lists of the same run."""
+    path = SAMPLES / module.NAME / f"{module.NAME}_aggregate_{side}_{name}"
+    doc = json.loads(path.read_text())
+    agg = _only(module, path)
+    assert agg.n == 0 and agg.meta["schema"] == vllm.AGGREGATE
+    assert agg.summary_count == doc["completed"] + doc.get("failed", 0) == 100
+    assert agg.meta.get("failures", 0.0) == doc.get("failed", 0)
+    detailed = _only(module, SAMPLES / "generated" / module.NAME / side / name)
+    assert detailed.ttft is not None and detailed.itl is not None and detailed.total is not None
+    for q, key in ((50.0, "median"), (99.0, "p99")):
+        assert agg.summary["ttft"][q] == pytest.approx(np.percentile(detailed.ttft, q))
+        assert agg.summary["itl"][q] == pytest.approx(np.percentile(detailed.itl.values, q))
+        assert agg.summary["total"][q] == doc[f"{key}_{total_key}_ms"]
+        # SGLang keeps no per-request end to end: its time to the last token is within 0.5 %
+        want = np.percentile(detailed.total, q)
+        assert agg.summary["total"][q] == pytest.approx(want, rel=5e-3)
+    assert set(agg.summary) == {"ttft", "first_token", "total", "tpot", "itl"}
+
+
+def test_aggregate_pair_compares_with_the_aggregate_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 99\nslo: {ttft: 1200, total: 6000, itl: 60}\n")
+    folder = SAMPLES / "sglang"
+    base, head = (
+        folder / f"sglang_aggregate_{s}_sglang_bench_serving.jsonl" for s in ("base", "head")
+    )
+    argv = ["compare", "--base", str(base), "--head", str(head), "--budget", str(budget)]
+    code, out, err = run([*argv, "--output", "json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["requests"] == {"base": 100, "head": 100}
+    assert any("aggregate input" in n for n in report["notes"])
+    itl = next(r for r in report["slo"] if r["metric"] == "itl")
+    assert itl["head_ms"] > itl["base_ms"]  # decode 10 -> 12 ms per token
+    assert report["inputs"]["head"]["schema"] == vllm.AGGREGATE

@@ -128,6 +128,38 @@ def cut_aiperf_early(mirror: Path) -> None:
     (folder / "aiperf_early_schema_profile_export.jsonl").write_text(text)
 
 
+# what `vllm bench serve --save-result` drops without --save-detailed (vllm/benchmarks/serve.py),
+# and what SGLang's bench_serving adds only with --output-details (its `result_details`)
+DETAILED_KEYS = {
+    "vllm": (
+        "input_lens",
+        "output_lens",
+        "start_times",
+        "ttfts",
+        "itls",
+        "generated_texts",
+        "errors",
+    ),
+    "sglang": ("input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors"),
+}
+
+
+def cut_aggregates(samples: Path) -> None:
+    """The same vLLM and SGLang runs as the tool writes them without the per-request lists."""
+    for tool, name in (("vllm", "vllm_bench_serve.json"), ("sglang", "sglang_bench_serving.jsonl")):
+        folder = DATA / tool
+        folder.mkdir(parents=True, exist_ok=True)
+        for side in ("base", "head"):
+            lines = []
+            for line in (samples / "generated" / tool / side / name).read_text().splitlines():
+                doc = json.loads(line)
+                for key in DETAILED_KEYS[tool]:
+                    doc.pop(key, None)
+                lines.append(json.dumps(doc))
+            target = folder / f"{tool}_aggregate_{side}_{name}"
+            target.write_text("\n".join(lines) + ("\n" if tool == "sglang" else ""))
+
+
 def main(samples: Path, github: Path) -> None:
     for pattern in VERBATIM:
         for path in sorted(samples.glob(pattern)):
@@ -141,6 +173,7 @@ def main(samples: Path, github: Path) -> None:
             doc = cut(json.loads(path.read_text()))
             text = json.dumps(doc, indent=indent, separators=separators)
             target.write_text(text + ("\n" if path.read_bytes().endswith(b"\n") else ""))
+    cut_aggregates(samples)
     (DATA / "github").mkdir(parents=True, exist_ok=True)
     for name in ("openapi-subset.json", "event-payloads.json"):
         doc = json.loads((github / name).read_text())
