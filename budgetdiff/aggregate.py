@@ -91,6 +91,7 @@ def compare_aggregate(
         notes=(
             "aggregate input: percentiles are the tool's own; tail shares and the re-budget "
             "proposal need per-request data",
+            *_reader_notes(base, head),
         ),
     )
 
@@ -206,6 +207,13 @@ def _names(side: Run | Prepared | None) -> list[str]:
     if isinstance(side, Prepared):
         return [*side.slices, *side.metrics]
     return [*side.summary, *[k for k in side.histograms if k not in side.summary]]
+
+
+def _reader_notes(base: Run | Prepared | None, head: Run | Prepared) -> list[str]:
+    """What a reader of an aggregate side said about the file (e.g. which numbers it took)."""
+    sides = [_run(s) for s in (base, head) if s is not None]
+    notes = [r.meta.get("note") for r in sides]
+    return list(dict.fromkeys(n for n in notes if isinstance(n, str)))
 
 
 def _run(side: Run | Prepared) -> Run:

@@ -197,7 +197,8 @@ def _good(
 
 def _run_notes(run: Run, unordered: bool) -> list[str]:
     """What a reader had to do to the data that the report must say."""
-    notes = []
+    note = run.meta.get("note")  # a reader's own word on the file (e.g. a sampled list)
+    notes = [note] if isinstance(note, str) else []
     unmatched = run.meta.get("unmatched")
     if isinstance(unmatched, int | float) and unmatched > 0:
         notes.append(

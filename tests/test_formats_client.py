@@ -33,7 +33,7 @@ OWN = {
         "generated/genai-perf/*/profile_export.json",
         "generated/genai-perf/*/profile_export_genai_perf.json",
     ],
-    "guidellm": ["generated/guidellm/*/benchmarks.json"],
+    "guidellm": ["generated/guidellm/*/benchmarks.json", "guidellm/guidellm_*"],
 }
 
 

@@ -10,7 +10,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from budgetdiff.formats import ReadOptions, aiperf, detect, llmperf, sglang, vllm
+from budgetdiff.formats import ReadOptions, aiperf, detect, guidellm, llmperf, sglang, vllm
 from budgetdiff.table import Run
 from tests.conftest import SAMPLES
 from tests.helpers import run
@@ -199,3 +199,61 @@ def test_aggregate_pair_compares_with_the_aggregate_note(
     itl = next(r for r in report["slo"] if r["metric"] == "itl")
     assert itl["head_ms"] > itl["base_ms"]  # decode 10 -> 12 ms per token
     assert report["inputs"]["head"]["schema"] == vllm.AGGREGATE
+
+
+# ---------------------------------------------------------------- GuideLLM: empty or sampled lists
+GUIDELLM = SAMPLES / "guidellm"
+
+
+@pytest.mark.parametrize(
+    ("name", "held"),
+    [
+        ("guidellm_v2_empty_requests_benchmarks.json", "is empty"),
+        ("guidellm_sampled_1_of_100_benchmarks.json", "holds 1"),
+    ],
+)
+def test_guidellm_without_enough_requests_uses_its_own_percentiles(name: str, held: str) -> None:
+    path = GUIDELLM / name
+    doc = json.loads(path.read_text())
+    metrics = doc["benchmarks"][0]["metrics"]
+    agg = _only(guidellm, path)
+    assert agg.n == 0 and agg.summary_count == metrics["request_totals"]["total"] == 100
+    assert agg.meta["failures"] == 0 and agg.meta["schema"] == "v2"
+    own = metrics["time_to_first_token_ms"]["successful"]["percentiles"]
+    assert agg.summary["ttft"][95.0] == own["p95"] and agg.summary["ttft"][99.9] == own["p999"]
+    own = metrics["request_latency"]["successful"]["percentiles"]
+    assert agg.summary["total"][50.0] == pytest.approx(own["p50"] * 1000)
+    note = agg.meta["note"]
+    assert isinstance(note, str) and f"requests.successful {held} of the 100" in note
+    # the full list of the same run gives the same p95 within GuideLLM's own rounding of ranks
+    full = _only(guidellm, SAMPLES / "generated/guidellm/base/benchmarks.json")
+    assert full.ttft is not None
+    assert np.percentile(full.ttft, 95) == pytest.approx(agg.summary["ttft"][95.0], rel=0.02)
+
+
+def test_guidellm_sample_large_enough_is_read_per_request_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """80 of 100 is enough for p95 (72 needed): read per request, and the report says k of n."""
+    doc = json.loads((SAMPLES / "generated/guidellm/base/benchmarks.json").read_text())
+    requests = doc["benchmarks"][0]["requests"]
+    requests["successful"] = requests["successful"][:80]
+    path = tmp_path / "benchmarks.json"
+    path.write_text(json.dumps(doc))
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["requests"]["head"] == 80
+    assert any("a sample: 80 of the 100 successful requests" in n for n in report["notes"])
+    # at p99 (368 needed) the same file gives way to GuideLLM's own percentiles
+    budget.write_text("version: 1\npercentile: 99\nslo: {ttft: 1200, total: 6000}\n")
+    code, out, err = run(argv, capsys)
+    report = json.loads(out)
+    assert report["requests"]["head"] == 100
+    own = doc["benchmarks"][0]["metrics"]["time_to_first_token_ms"]["successful"]["percentiles"]
+    ttft = next(r for r in report["slo"] if r["metric"] == "ttft")
+    assert ttft["head_ms"] == pytest.approx(own["p99"], abs=1e-3)
+    assert any("too few for p99" in n for n in report["notes"])

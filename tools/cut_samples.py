@@ -13,6 +13,7 @@ left out.
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import sys
 from pathlib import Path
@@ -160,6 +161,21 @@ def cut_aggregates(samples: Path) -> None:
             target.write_text("\n".join(lines) + ("\n" if tool == "sglang" else ""))
 
 
+def cut_guidellm_samples() -> None:
+    """The generated GuideLLM run as GuideLLM writes it with a `sample_size`: every metric
+    (over all 100 requests) as it is, `requests.successful` holding a sample of them, one
+    request (sample_size=1), or none (as 0.8 development versions wrote it)."""
+    doc = json.loads((DATA / "generated/guidellm/base/benchmarks.json").read_text())
+    rows = doc["benchmarks"][0]["requests"]["successful"]
+    folder = DATA / "guidellm"
+    folder.mkdir(parents=True, exist_ok=True)
+    pick = random.Random(0).randrange(len(rows))
+    for name, sample in (("v2_empty_requests", []), (f"sampled_1_of_{len(rows)}", [rows[pick]])):
+        doc["benchmarks"][0]["requests"]["successful"] = sample
+        (folder / f"guidellm_{name}_benchmarks.json").write_text(json.dumps(doc))
+    doc["benchmarks"][0]["requests"]["successful"] = rows
+
+
 def main(samples: Path, github: Path) -> None:
     for pattern in VERBATIM:
         for path in sorted(samples.glob(pattern)):
@@ -174,6 +190,7 @@ def main(samples: Path, github: Path) -> None:
             text = json.dumps(doc, indent=indent, separators=separators)
             target.write_text(text + ("\n" if path.read_bytes().endswith(b"\n") else ""))
     cut_aggregates(samples)
+    cut_guidellm_samples()
     (DATA / "github").mkdir(parents=True, exist_ok=True)
     for name in ("openapi-subset.json", "event-payloads.json"):
         doc = json.loads((github / name).read_text())
