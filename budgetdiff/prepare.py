@@ -106,7 +106,7 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     if run.output_tokens is not None and ttft is not None:
         tokens = pick(run.output_tokens)
         with np.errstate(invalid="ignore", divide="ignore"):
-            tpot = (total - ttft) / (tokens - 1)
+            tpot = (total - ttft) / (tokens - 1) if run.tpot is None else pick(run.tpot)
         metrics["tpot"] = tpot[np.isfinite(tpot) & (tokens > 1)]
     if run.itl is not None:
         itl = run.itl
@@ -229,7 +229,11 @@ def _per_request_metric(
         # a per-token target holds for a request when its mean gap (TPOT) is within it
         tokens = run.output_tokens[kept]
         with np.errstate(invalid="ignore", divide="ignore"):
-            tpot = (metrics["total"] - metrics["ttft"]) / (tokens - 1)
+            tpot = (
+                (metrics["total"] - metrics["ttft"]) / (tokens - 1)
+                if run.tpot is None
+                else run.tpot[kept]
+            )
         # one token has no gap to miss a per-token target with; an unknown count stays NaN
         return np.where(tokens == 1, 0.0, np.where(tokens > 1, tpot, np.nan))
     return None

@@ -10,7 +10,16 @@ from types import ModuleType
 import numpy as np
 import pytest
 
-from budgetdiff.formats import ReadOptions, aiperf, detect, guidellm, llmperf, sglang, vllm
+from budgetdiff.formats import (
+    ReadOptions,
+    aiperf,
+    detect,
+    guidellm,
+    inference_perf,
+    llmperf,
+    sglang,
+    vllm,
+)
 from budgetdiff.table import Run
 from tests.conftest import SAMPLES
 from tests.helpers import run
@@ -257,3 +266,30 @@ def test_guidellm_sample_large_enough_is_read_per_request_with_a_note(
     ttft = next(r for r in report["slo"] if r["metric"] == "ttft")
     assert ttft["head_ms"] == pytest.approx(own["p99"], abs=1e-3)
     assert any("too few for p99" in n for n in report["notes"])
+
+
+# ---------------------------------------------------------------- inference-perf's TPOT
+@pytest.mark.parametrize("side", ["base", "head"])
+def test_inference_perf_tpot_is_the_one_its_summary_uses(
+    side: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """inference-perf's summary: TPOT = (last token - first token) / (tokens - 1); not from
+    end_time, which comes after the last token (the usage chunk, the end of the stream)."""
+    folder = SAMPLES / "generated/inference-perf" / side
+    path = folder / "per_request_lifecycle_metrics.json"
+    summary = json.loads((folder / "summary_lifecycle_metrics.json").read_text())
+    records = _only(inference_perf, path)
+    assert records.n == summary["successes"]["count"] + summary["failures"]["count"] == 100
+    assert records.tpot is not None
+    own = summary["successes"]["latency"]["time_per_output_token"]
+    for q, name in ((50.0, "median"), (90.0, "p90"), (95.0, "p95"), (99.0, "p99")):
+        assert np.percentile(records.tpot, q) == pytest.approx(own[name] * 1000)
+    assert np.mean(records.tpot) == pytest.approx(own["mean"] * 1000)
+    # and so does the report, at the budget's percentile
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 90\nslo: {ttft: 1200, total: 6000}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    tpot = next(r for r in json.loads(out)["slo"] if r["metric"] == "tpot")
+    assert tpot["head_ms"] == pytest.approx(own["p90"] * 1000, abs=1e-3)

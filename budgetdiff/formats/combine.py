@@ -249,5 +249,6 @@ def join(client: Run, servers: list[Run], client_src: str, server_src: str) -> R
         output_tokens=rows(client.output_tokens),
         itl=itl,
         start_time=rows(client.start_time),
+        tpot=rows(client.tpot),
         meta=meta,
     )
