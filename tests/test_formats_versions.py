@@ -17,6 +17,7 @@ from budgetdiff.formats import (
     guidellm,
     inference_perf,
     llmperf,
+    prometheus,
     sglang,
     vllm,
 )
@@ -293,3 +294,47 @@ def test_inference_perf_tpot_is_the_one_its_summary_uses(
     assert code == 0, err
     tpot = next(r for r in json.loads(out)["slo"] if r["metric"] == "tpot")
     assert tpot["head_ms"] == pytest.approx(own["p90"] * 1000, abs=1e-3)
+
+
+# ---------------------------------------------------------------- Prometheus: requests in flight
+def test_prometheus_scrape_with_requests_in_flight(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """TTFT counts 42 requests (past their first token), the rest 38 (finished): a note, and a
+    percentile in the first bucket is too coarse, with the file's own _sum/_count beside it."""
+    path = SAMPLES / "prometheus" / "prometheus_in_flight_vllm_metrics.prom"
+    text = path.read_text()
+
+    def own(name: str, suffix: str) -> float:
+        line = next(x for x in text.splitlines() if x.startswith(f"vllm:{name}_{suffix}{{"))
+        return float(line.rsplit(" ", 1)[1])
+
+    scrape = _only(prometheus, path)
+    assert {k: float(h.counts.sum()) for k, h in scrape.histograms.items()} == {
+        "ttft": own("time_to_first_token_seconds", "count"),
+        "total": own("e2e_request_latency_seconds", "count"),
+        "queue": own("request_queue_time_seconds", "count"),
+        "prefill": own("request_prefill_time_seconds", "count"),
+        "decode": own("request_decode_time_seconds", "count"),
+        "tpot": own("request_time_per_output_token_seconds", "count"),
+    }
+    assert (scrape.histograms["ttft"].counts.sum(), scrape.summary_count) == (42, 38)
+    budget = tmp_path / "b.yml"
+    budget.write_text(
+        "version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n"
+        "slices: {queue: 100, prefill: 300, decode: 2000}\n"
+    )
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["requests"]["head"] == 38
+    (note,) = [n for n in report["notes"] if "count different requests" in n]
+    assert "ttft 42" in note and "total 38" in note and "not compared with each other" in note
+    rows = {r["name"]: r for r in report["slices"]}
+    queue_mean = own("request_queue_time_seconds", "sum") * 1000 / 38
+    assert rows["queue"]["head_ms"] is None  # (0, 300] ms says nothing of a ~20 ms queue
+    (said,) = rows["queue"]["notes"]
+    assert "first bucket (0, 300] ms: too coarse" in said and f"{queue_mean:.3g} ms" in said
+    ttft = next(r for r in report["slo"] if r["metric"] == "ttft")
+    assert 100 < ttft["head_ms"] <= 250  # the bucket p95 falls in, from the file's own counts

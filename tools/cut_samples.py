@@ -13,9 +13,12 @@ left out.
 from __future__ import annotations
 
 import json
+import math
 import random
+import re
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +179,71 @@ def cut_guidellm_samples() -> None:
     doc["benchmarks"][0]["requests"]["successful"] = rows
 
 
+# vLLM's request histograms from the server's own timings (epoch ns), and when vLLM observes
+# each: TTFT at the first token, the others when the request finishes
+_VLLM_HISTOGRAMS: dict[str, tuple[Callable[[dict[str, Any]], float], str]] = {
+    "time_to_first_token_seconds": (lambda r: r["first_token_ns"] - r["arrive_ns"], "first"),
+    "e2e_request_latency_seconds": (lambda r: r["last_token_ns"] - r["arrive_ns"], "last"),
+    "request_queue_time_seconds": (lambda r: r["scheduled_ns"] - r["arrive_ns"], "last"),
+    "request_inference_time_seconds": (lambda r: r["last_token_ns"] - r["scheduled_ns"], "last"),
+    "request_prefill_time_seconds": (lambda r: r["first_token_ns"] - r["scheduled_ns"], "last"),
+    "request_decode_time_seconds": (lambda r: r["last_token_ns"] - r["first_token_ns"], "last"),
+    "request_time_per_output_token_seconds": (
+        lambda r: (r["last_token_ns"] - r["first_token_ns"]) / (r["completion_tokens"] - 1),
+        "last",
+    ),
+}
+_PROM_LINE = re.compile(r"^vllm:(\w+?)_(bucket|sum|count)(\{[^}]*\}) (\S+)$")
+
+
+def _scrape(template: str, rows: list[dict[str, Any]], at_ns: float) -> str:
+    """The template scrape's histogram lines, recomputed for the requests observed by `at_ns`."""
+    out = []
+    for line in template.splitlines():
+        match = _PROM_LINE.match(line)
+        if match is None:
+            family = re.search(r"vllm:(\w+?)(_created)?\b", line)
+            if family is not None and family.group(1) in _VLLM_HISTOGRAMS:
+                out.append(line)  # HELP, TYPE, _created of a histogram
+            continue  # counters (tokens, successes): not histograms, left out
+        name, suffix, labels, _ = match.groups()
+        value, when = _VLLM_HISTOGRAMS[name]
+        seen = [value(r) / 1e9 for r in rows if r[f"{when}_token_ns"] <= at_ns]
+        if suffix == "count":
+            number = float(len(seen))
+        elif suffix == "sum":
+            number = math.fsum(seen)
+        else:
+            le = float(re.search(r'le="([^"]+)"', labels).group(1))  # type: ignore[union-attr]
+            number = float(sum(1 for v in seen if v <= le))
+        out.append(f"vllm:{name}_{suffix}{labels} {number!r}")
+    return "\n".join(out) + "\n"
+
+
+def cut_prometheus_in_flight(samples: Path) -> None:
+    """vLLM's /metrics scraped while requests were in flight, from the vllm-base run's own
+    timings: the same method as ../shared/samples/generated/prometheus (checked here: all
+    requests observed gives back metrics_after.prom's histograms), at the moment the 38th
+    request finished; TTFT then counts every request past its first token."""
+    rows = [
+        json.loads(line)
+        for line in (samples / "generated/vllm/base/mock_server_timings.jsonl").open()
+    ]
+    template = (samples / "generated/prometheus/vllm-base/metrics_after.prom").read_text()
+    everything = _scrape(template, rows, math.inf)
+    kept = [line for line in template.splitlines() if _PROM_LINE.match(line)]
+    mine = [line for line in everything.splitlines() if _PROM_LINE.match(line)]
+    assert len(mine) == len(kept)
+    for ours, theirs in zip(mine, kept, strict=True):
+        if ours != theirs:  # only float summation order may differ in a _sum
+            a, b = ours.rsplit(" ", 1), theirs.rsplit(" ", 1)
+            assert a[0] == b[0] and math.isclose(float(a[1]), float(b[1])), (ours, theirs)
+    at = sorted(r["last_token_ns"] for r in rows)[37]
+    folder = DATA / "prometheus"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "prometheus_in_flight_vllm_metrics.prom").write_text(_scrape(template, rows, at))
+
+
 def main(samples: Path, github: Path) -> None:
     for pattern in VERBATIM:
         for path in sorted(samples.glob(pattern)):
@@ -191,6 +259,7 @@ def main(samples: Path, github: Path) -> None:
             target.write_text(text + ("\n" if path.read_bytes().endswith(b"\n") else ""))
     cut_aggregates(samples)
     cut_guidellm_samples()
+    cut_prometheus_in_flight(samples)
     (DATA / "github").mkdir(parents=True, exist_ok=True)
     for name in ("openapi-subset.json", "event-payloads.json"):
         doc = json.loads((github / name).read_text())
