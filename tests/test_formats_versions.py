@@ -338,3 +338,21 @@ def test_prometheus_scrape_with_requests_in_flight(
     assert "first bucket (0, 300] ms: too coarse" in said and f"{queue_mean:.3g} ms" in said
     ttft = next(r for r in report["slo"] if r["metric"] == "ttft")
     assert 100 < ttft["head_ms"] <= 250  # the bucket p95 falls in, from the file's own counts
+
+
+def test_schema_named_by_the_file_is_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = json.loads((SAMPLES / "generated/aiperf/head/profile_export_aiperf.json").read_text())
+    doc["schema_version"] = "<img src=x>"
+    doc["aiperf_version"] = "**[x](http://e.vil)**"
+    path = tmp_path / "profile_export_aiperf.json"
+    path.write_text(json.dumps(doc))
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "markdown"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    footer = out.rstrip().splitlines()[-1]
+    assert footer.startswith("<sub>read: head aiperf (schema ")
+    assert "<img" not in out and "](http" not in footer and "**" not in footer

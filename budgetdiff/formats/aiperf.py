@@ -86,7 +86,8 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     if _AGGREGATE.search(head) and not _RECORD_METRIC.search(head):
         doc = obj(load_json(data, ctx), "top level", ctx)
         version = doc.get("schema_version")
-        return [_aggregate(doc, ctx, str(version) if isinstance(version, str) else "current")]
+        known = isinstance(version, str) and 0 < len(version) <= 20
+        return [_aggregate(doc, ctx, str(version) if known else "current")]
     return [_records(data, ctx)]
 
 
