@@ -98,6 +98,7 @@ def compare_aggregate(
         notes=(
             "aggregate input: percentiles are the tool's own; tail shares and the re-budget "
             "proposal need per-request data",
+            *_reader_notes(base, head),
         ),
     )
 
@@ -204,6 +205,17 @@ def _value(side: Run | Prepared | None, name: str, p: float) -> _Value:
             return _Value(
                 None, f"{name}: p{_p(p)} is above the highest bucket ({lo:g} ms)", missing=why
             )
+        if hi == float(h.bounds[0]):  # the first bucket: from 0, nothing to place it by
+            mean = _mean(side, name)
+            said = f"; the mean from _sum/_count is {mean:.3g} ms" if mean is not None else ""
+            if mean is not None and mean > hi:
+                said += ", above that bucket: the buckets and the sum disagree"
+            coarse = f"p{_p(p)} is in the first bucket (0, {hi:g}] ms: too coarse to place{said}"
+            return _Value(
+                None,
+                f"{name}: {coarse}",
+                missing=f"{name} in {side.source}: {coarse}",
+            )
         return _Value(
             est, f"{name}: from histogram buckets, p{_p(p)} is in ({lo:g}, {hi:g}] ms", (lo, hi), h
         )
@@ -225,6 +237,27 @@ def _not_held(source: str, p: float, have: list[float]) -> str:
     )
 
 
+def _mean(run: Run, name: str) -> float | None:
+    """The histogram's own mean, `_sum / _count` (ms), where the scrape has both."""
+    total, count = run.meta.get(f"sum:{name}"), run.meta.get(f"count:{name}")
+    if isinstance(total, float) and isinstance(count, float) and count > 0:
+        return total / count
+    return None
+
+
+def _in_flight(run: Run) -> str | None:
+    """Histograms of one scrape that count different requests: some were in flight."""
+    counts = {k: round(float(np.sum(h.counts))) for k, h in run.histograms.items()}
+    if len(set(counts.values())) < 2:
+        return None
+    listed = ", ".join(f"{k} {v}" for k, v in counts.items())
+    return (
+        f"{run.source}: the histograms count different requests ({listed}): requests were in "
+        "flight when it was scraped (TTFT is counted at the first token, the others at the end); "
+        "each percentile is of its own requests, so the metrics are not compared with each other"
+    )
+
+
 def _names(side: Run | Prepared | None) -> list[str]:
     if side is None:
         return []
@@ -235,6 +268,13 @@ def _names(side: Run | Prepared | None) -> list[str]:
 
 def _source(side: Run | Prepared | None) -> str:
     return "base" if side is None else _run(side).source
+
+
+def _reader_notes(base: Run | Prepared | None, head: Run | Prepared) -> list[str]:
+    """What a reader of an aggregate side said about the file (e.g. which numbers it took)."""
+    sides = [_run(s) for s in (base, head) if s is not None]
+    notes = [r.meta.get("note") for r in sides] + [_in_flight(r) for r in sides]
+    return list(dict.fromkeys(n for n in notes if isinstance(n, str)))
 
 
 def _run(side: Run | Prepared) -> Run:

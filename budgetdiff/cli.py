@@ -392,6 +392,7 @@ def _read_side(
             for n, s in budget.slices.items()
             if s.column is not None or s.unit is not None
         },
+        percentile=budget.percentile,
     )
     limit = sources.max_bytes(env)
     per_file = []

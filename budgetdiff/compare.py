@@ -77,6 +77,21 @@ class Side:
     goodput_rps: float | None = None  # good requests per second of benchmark time
     held_to: tuple[str, ...] = ()  # the SLO metrics `attainment` holds each request to
 
+    @property
+    def format(self) -> str:
+        """The reader that read this side (`aiperf`, `native`, ...; joined files: `a + b`)."""
+        return str(self.meta.get("format", "unknown"))
+
+    @property
+    def schema(self) -> str:
+        """Which schema (version) of the tool's file was read."""
+        return str(self.meta.get("schema", "unknown"))
+
+    @property
+    def tool_version(self) -> str | None:
+        value = self.meta.get("tool_version")
+        return value if isinstance(value, str) else None
+
 
 @dataclass(frozen=True)
 class Comparison:

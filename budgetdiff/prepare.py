@@ -107,10 +107,16 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     if ttft is not None:
         metrics["ttft"] = ttft
     tpot_from = None
-    if run.output_tokens is not None and (ttft is not None or "decode" in slices):
-        tpot_from = "decode" if "decode" in slices else "total - TTFT"
-        tpot = _tpot(pick(run.output_tokens), slices, metrics["total"], ttft)
-        metrics["tpot"] = tpot[np.isfinite(tpot)]
+    if run.output_tokens is not None and (
+        ttft is not None or "decode" in slices or run.tpot is not None
+    ):
+        tpot_from = (
+            "tool" if run.tpot is not None else "decode" if "decode" in slices else "total - TTFT"
+        )
+        tokens = pick(run.output_tokens)
+        # a tool's own per-request TPOT (inference-perf) wins: the numbers then match its summary
+        tpot = _tpot(tokens, slices, total, ttft) if run.tpot is None else pick(run.tpot)
+        metrics["tpot"] = tpot[np.isfinite(tpot) & (tokens > 1)]
     if run.itl is not None:
         itl = run.itl
         lengths = np.diff(itl.offsets)
@@ -245,7 +251,8 @@ def good_with(
 
 def _run_notes(run: Run, unordered: bool) -> list[str]:
     """What a reader had to do to the data that the report must say."""
-    notes = []
+    note = run.meta.get("note")  # a reader's own word on the file (e.g. a sampled list)
+    notes = [note] if isinstance(note, str) else []
     unmatched = run.meta.get("unmatched")
     if isinstance(unmatched, int | float) and unmatched > 0:
         notes.append(
@@ -281,7 +288,11 @@ def _per_request_metric(
         return metrics.get(name)
     if name == "tpot" and run.output_tokens is not None:
         tokens = run.output_tokens[kept]
-        tpot = _tpot(tokens, slices, metrics["total"], metrics.get("ttft"))
+        tpot = (
+            _tpot(tokens, slices, metrics["total"], metrics.get("ttft"))
+            if run.tpot is None
+            else run.tpot[kept]
+        )
         # one token has no gap to miss a per-token target with; an unknown count stays NaN
         return np.where(tokens == 1, 0.0, tpot)
     if name == "itl" and run.itl is not None:

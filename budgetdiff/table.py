@@ -75,6 +75,9 @@ class Run:
     summary: dict[str, dict[float, float]] = field(default_factory=dict)
     summary_count: int | None = None
     histograms: dict[str, Histogram] = field(default_factory=dict)
+    # per-request TPOT as the tool defines it, where that is not (total - TTFT) / (tokens - 1)
+    # (inference-perf: last token - first token); None: that formula
+    tpot: FloatArray | None = None
 
     @property
     def succeeded(self) -> BoolArray:

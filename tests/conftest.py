@@ -5,8 +5,32 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLES = ROOT.parent / "shared" / "samples"
+# the real tool files the tests read, cut down from ../shared/samples (tests/data/SOURCES.md)
+SAMPLES = ROOT / "tests" / "data"
+# more of them where the shared folder sits beside the repository: it adds, never replaces
+SHARED = ROOT.parent / "shared" / "samples"
 DEMO = ROOT / "budgetdiff" / "demo"
+
+
+def sample_roots() -> list[Path]:
+    """tests/data, and ../shared/samples when it is there."""
+    return [SAMPLES, SHARED] if SHARED.is_dir() else [SAMPLES]
+
+
+def sample_files() -> list[Path]:
+    """Every tool file under the sample roots (not tests/data's GitHub descriptions or notes)."""
+    return sorted(
+        p
+        for root in sample_roots()
+        for p in root.rglob("*")
+        if p.is_file() and p.parent != root and p.relative_to(root).parts[0] != "github"
+    )
+
+
+def sample_path(path: Path) -> str:
+    """`path` relative to the sample root that holds it, e.g. `generated/vllm/base/x.json`."""
+    root = next(r for r in sample_roots() if path.is_relative_to(r))
+    return path.relative_to(root).as_posix()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -17,6 +41,4 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.fixture
 def samples() -> Path:
-    if not SAMPLES.is_dir():
-        pytest.skip("../shared/samples is not beside the repository")
     return SAMPLES

@@ -1,6 +1,6 @@
 """A fake GitHub REST API on 127.0.0.1, checking every request against GitHub's own description.
 
-Each request is matched to an operation of ../shared/github/openapi-subset.json (method, path
+Each request is matched to an operation of tests/data/github/openapi-subset.json (method, path
 template, path and query parameter types, request body schema, API headers); anything that does
 not match is recorded in `server.errors` (the fixture fails the test) and answered 400. Every
 JSON answer with a documented status is validated against the response schema too, and is built
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-SPEC_PATH = Path(__file__).resolve().parents[2] / "shared" / "github" / "openapi-subset.json"
-EVENTS_PATH = Path(__file__).resolve().parents[2] / "shared" / "github" / "event-payloads.json"
+SPEC_PATH = Path(__file__).resolve().parent / "data" / "github" / "openapi-subset.json"
+EVENTS_PATH = Path(__file__).resolve().parent / "data" / "github" / "event-payloads.json"
 BOT = "github-actions[bot]"
 COMMENT_LIMIT = 65_536
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,9 +21,9 @@ from budgetdiff.attribution import (
     tail_contributions,
     tail_shares,
 )
+from budgetdiff.formats import ReadOptions, vllm
 from budgetdiff.table import UNATTRIBUTED, FloatArray
-
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
+from tests.conftest import SAMPLES
 
 
 def _slices(rng: np.random.Generator, k: int, n: int) -> dict[str, FloatArray]:
@@ -345,12 +344,7 @@ def test_headline_wording() -> None:
 
 def test_real_vllm_pair_decode_owns_the_change() -> None:
     """The sample pair differs only in the per-token decode delay (10 -> 12 ms)."""
-    vllm = pytest.importorskip("budgetdiff.formats.vllm")
-    from budgetdiff.formats import ReadOptions
-
     folder = SAMPLES / "generated" / "vllm"
-    if not (folder / "base" / "vllm_bench_serve.json").is_file():
-        pytest.skip("shared/samples/generated/vllm is absent")
     sides = []
     for side in ("base", "head"):
         data = (folder / side / "vllm_bench_serve.json").read_bytes()

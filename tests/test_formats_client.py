@@ -1,4 +1,4 @@
-"""Client-side benchmark readers against the real tool outputs in ../shared/samples."""
+"""Client-side benchmark readers against the real tool outputs in tests/data."""
 
 from __future__ import annotations
 
@@ -14,31 +14,35 @@ import pytest
 from budgetdiff.errors import InputError
 from budgetdiff.formats import ReadOptions, aiperf, genai_perf, guidellm, llmperf, sglang, vllm
 from budgetdiff.table import Run
+from tests.conftest import SAMPLES, sample_files, sample_roots
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
 GEN = SAMPLES / "generated"
 LLMPERF = SAMPLES / "fetched" / "llmperf"
 MODULES = (vllm, sglang, aiperf, genai_perf, guidellm, llmperf)
 
-pytestmark = pytest.mark.skipif(not SAMPLES.is_dir(), reason="shared/samples is absent")
-
 # Which sample files each reader owns (every other sample file must not sniff as it).
 OWN = {
-    "vllm": ["vllm/*/vllm_bench_serve.json"],
-    "sglang": ["sglang/*/sglang_bench_serving.jsonl"],
-    "aiperf": ["aiperf/*/profile_export.jsonl", "aiperf/*/profile_export_aiperf.json"],
-    "genai-perf": [
-        "genai-perf/*/profile_export.json",
-        "genai-perf/*/profile_export_genai_perf.json",
+    "vllm": ["generated/vllm/*/vllm_bench_serve.json", "vllm/vllm_aggregate_*"],
+    "sglang": ["generated/sglang/*/sglang_bench_serving.jsonl", "sglang/sglang_aggregate_*"],
+    "aiperf": [
+        "generated/aiperf/*/profile_export.jsonl",
+        "generated/aiperf/*/profile_export_aiperf.json",
+        "aiperf/aiperf_early_schema_*",
     ],
-    "guidellm": ["guidellm/*/benchmarks.json"],
+    "genai-perf": [
+        "generated/genai-perf/*/profile_export.json",
+        "generated/genai-perf/*/profile_export_genai_perf.json",
+    ],
+    "guidellm": ["generated/guidellm/*/benchmarks.json", "guidellm/guidellm_*"],
 }
 
 
 def _own_files(module: ModuleType) -> set[Path]:
+    roots = sample_roots()
     if module is llmperf:
-        return set(LLMPERF.glob("*.json"))
-    return {p for pattern in OWN[module.NAME] for p in GEN.glob(pattern)}
+        folders = [root / "fetched" / "llmperf" for root in roots] + [SAMPLES / "llmperf"]
+        return {p for folder in folders for p in folder.glob("*.json")}
+    return {p for root in roots for pattern in OWN[module.NAME] for p in root.glob(pattern)}
 
 
 def _read(module: ModuleType, path: Path) -> list[Run]:
@@ -60,8 +64,7 @@ def _one(module: ModuleType, path: Path) -> Run:
 def test_sniff_claims_own_files_and_no_other_sample(module: ModuleType) -> None:
     own = _own_files(module)
     assert own, f"no sample files for {module.NAME}"
-    every = [p for p in SAMPLES.rglob("*") if p.is_file()]
-    for path in every:
+    for path in sample_files():
         head = path.read_bytes()[:65536]
         assert module.sniff(head, path.name) == (path in own), path
 

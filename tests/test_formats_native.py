@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -14,15 +13,9 @@ import pytest
 from budgetdiff.errors import InputError
 from budgetdiff.formats import ReadOptions, native
 from budgetdiff.table import Run
+from tests.conftest import sample_files
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
 OPTS = ReadOptions(slices=("queue", "prefill", "decode"))
-
-
-def _samples() -> list[Path]:
-    if not SAMPLES.is_dir():
-        pytest.skip("shared/samples is absent")
-    return sorted(p for p in SAMPLES.rglob("*") if p.is_file())
 
 
 def _read(text: str | bytes, opts: ReadOptions = OPTS, source: str = "head.csv") -> Run:
@@ -245,13 +238,13 @@ def test_sniff_own_layouts() -> None:
 def test_sniff_claims_no_tool_file() -> None:
     """No benchmark tool's file is taken for a native table. The mock server's ground-truth
     timings are a flat per-request table with queue_ms/decode_ms columns: a native table."""
-    for path in _samples():
+    for path in sample_files():
         claimed = native.sniff(path.read_bytes()[:65536], path.name)
         assert claimed == (path.name == "mock_server_timings.jsonl"), path
 
 
 def test_ground_truth_table_reads_as_native() -> None:
-    paths = [p for p in _samples() if p.name == "mock_server_timings.jsonl"]
+    paths = [p for p in sample_files() if p.name == "mock_server_timings.jsonl"]
     assert paths
     for path in paths:
         run = _read(path.read_bytes(), ReadOptions(), source=path.name)

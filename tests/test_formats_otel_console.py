@@ -11,6 +11,7 @@ import pytest
 
 from budgetdiff.errors import InputError
 from budgetdiff.formats import ReadOptions, detect, otel_console
+from tests.conftest import sample_files
 from tests.helpers import run
 
 FOLDER = "generated/inference-perf-otel-console"
@@ -36,7 +37,7 @@ def test_every_request_span_is_read(samples: Path) -> None:
 
 
 def test_detected_by_content_and_claims_no_other_sample(samples: Path) -> None:
-    for path in sorted(p for p in samples.rglob("*") if p.is_file()):
+    for path in sample_files():
         head = path.read_bytes()[: detect.SNIFF_BYTES]
         mine = path.name == "console_spans.txt"
         assert otel_console.sniff(head, "x") == mine, path

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -10,28 +9,22 @@ import numpy as np
 import pytest
 
 from budgetdiff.errors import InputError
-from budgetdiff.formats import ReadOptions, inference_perf, otlp, prometheus
+from budgetdiff.formats import ReadOptions, aiperf, inference_perf, otlp, prometheus
 from budgetdiff.formats.combine import combine
 from budgetdiff.table import Histogram, Itl, Run
+from tests.conftest import SAMPLES, sample_files, sample_path
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "samples"
 GEN = SAMPLES / "generated"
 OPTS = ReadOptions()
 
 
-def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"{path} is absent")
-    return path
-
-
 def truth(folder: str) -> list[dict[str, float]]:
-    path = need(GEN / folder / "mock_server_timings.jsonl")
+    path = GEN / folder / "mock_server_timings.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def expected_format(path: Path) -> str | None:
-    rel = path.relative_to(SAMPLES).as_posix()
+    rel = sample_path(path)
     if rel.startswith("generated/otlp-json/") or rel == "fetched/otel/trace.json":
         return "otlp"
     if path.suffix == ".prom":
@@ -44,9 +37,8 @@ def expected_format(path: Path) -> str | None:
 
 
 def test_sniff_claims_exactly_our_files() -> None:
-    paths = sorted(p for p in need(SAMPLES).rglob("*") if p.is_file())
     claimed = 0
-    for path in paths:
+    for path in sample_files():
         head = path.read_bytes()[:65536]
         want = expected_format(path)
         for mod in (otlp, prometheus, inference_perf):
@@ -57,7 +49,7 @@ def test_sniff_claims_exactly_our_files() -> None:
 
 def test_every_sample_of_ours_loads() -> None:
     mods = {"otlp": otlp, "prometheus": prometheus, "inference-perf": inference_perf}
-    for path in sorted(p for p in need(SAMPLES).rglob("*") if p.is_file()):
+    for path in sample_files():
         fmt = expected_format(path)
         if fmt is None or path.name == "trace.json":
             continue
@@ -80,7 +72,7 @@ def test_every_sample_of_ours_loads() -> None:
     ],
 )
 def test_otlp_matches_server_ground_truth(spans: str, server: str) -> None:
-    path = need(GEN / spans)
+    path = GEN / spans
     (run,) = otlp.read(path.read_bytes(), path.name, OPTS)
     rows = truth(server)
     assert run.n == len(rows)
@@ -191,14 +183,14 @@ def test_otlp_broken_spans(mutate: object, message: str) -> None:
 
 
 def test_otlp_truncated_and_wrong_files() -> None:
-    path = need(GEN / "otlp-json/vllm-base/vllm_style_server_spans.otlp.json")
+    path = GEN / "otlp-json/vllm-base/vllm_style_server_spans.otlp.json"
     data = path.read_bytes()
     with pytest.raises(InputError, match=r"^otlp: cut.json: invalid JSON"):
         otlp.read(data[: len(data) // 2], "cut.json", OPTS)
-    other = need(GEN / "aiperf/base/profile_export.jsonl")
+    other = GEN / "aiperf/base/profile_export.jsonl"
     with pytest.raises(InputError, match=r"^otlp: profile_export.jsonl: no 'resourceSpans'"):
         otlp.read(other.read_bytes(), "profile_export.jsonl", OPTS)
-    example = need(SAMPLES / "fetched/otel/trace.json")
+    example = SAMPLES / "fetched/otel/trace.json"
     with pytest.raises(InputError, match=r"no request spans .*span names are: I'm a server span"):
         otlp.read(example.read_bytes(), "trace.json", OPTS)
 
@@ -207,7 +199,7 @@ def test_otlp_truncated_and_wrong_files() -> None:
 
 
 def _scrape(side: str, which: str) -> list[Run]:
-    path = need(GEN / f"prometheus/vllm-{side}/metrics_{which}.prom")
+    path = GEN / f"prometheus/vllm-{side}/metrics_{which}.prom"
     return prometheus.read(path.read_bytes(), path.name, OPTS)
 
 
@@ -308,7 +300,7 @@ def test_prometheus_counter_reset_and_wrong_file() -> None:
     )
     with pytest.raises(InputError, match=r"counter reset between scrapes .'decode' went down"):
         combine([after, [reset]], ["after.prom", "restarted.prom"])
-    path = need(GEN / "prometheus/vllm-base/metrics_after.prom")
+    path = GEN / "prometheus/vllm-base/metrics_after.prom"
     text = path.read_text().replace("_created{", '_created{x="1",', 1)
     first = text.index("_created{")
     line_end = text.index("\n", first)
@@ -318,7 +310,7 @@ def test_prometheus_counter_reset_and_wrong_file() -> None:
         combine([before, again], ["before.prom", "restarted.prom"])
     with pytest.raises(InputError, match="no request finished between the scrapes"):
         combine([before, before], ["before.prom", "again.prom"])
-    other = need(GEN / "vllm/base/vllm_bench_serve.json")
+    other = GEN / "vllm/base/vllm_bench_serve.json"
     with pytest.raises(InputError, match=r"^prometheus: vllm_bench_serve.json: line 1"):
         prometheus.read(other.read_bytes(), "vllm_bench_serve.json", OPTS)
 
@@ -328,7 +320,7 @@ def test_prometheus_counter_reset_and_wrong_file() -> None:
 
 @pytest.mark.parametrize("side", ["base", "head"])
 def test_inference_perf_per_request(side: str) -> None:
-    path = need(GEN / f"inference-perf/{side}/per_request_lifecycle_metrics.json")
+    path = GEN / f"inference-perf/{side}/per_request_lifecycle_metrics.json"
     (run,) = inference_perf.read(path.read_bytes(), path.name, OPTS)
     rows = truth(f"inference-perf/{side}")
     assert run.n == len(rows) == 100
@@ -345,7 +337,7 @@ def test_inference_perf_per_request(side: str) -> None:
 
 
 def test_inference_perf_stage_aggregates() -> None:
-    path = need(SAMPLES / "fetched/inference-perf/vllm_stage_0_lifecycle_metrics.json")
+    path = SAMPLES / "fetched/inference-perf/vllm_stage_0_lifecycle_metrics.json"
     raw = json.loads(path.read_text())
     (run,) = inference_perf.read(path.read_bytes(), path.name, OPTS)
     assert run.n == 0 and run.scenario == "stage 0"
@@ -355,7 +347,7 @@ def test_inference_perf_stage_aggregates() -> None:
     assert run.summary["ttft"][50.0] == pytest.approx(ttft["median"] * 1000)
     assert run.summary["first_token"] == run.summary["ttft"]
     assert run.meta["requested_rate"] == raw["load_summary"]["requested_rate"]
-    server = need(SAMPLES / "fetched/inference-perf/vllm_summary_prometheus_metrics.json")
+    server = SAMPLES / "fetched/inference-perf/vllm_summary_prometheus_metrics.json"
     (srv,) = inference_perf.read(server.read_bytes(), server.name, OPTS)
     assert srv.meta["side"] == "server" and srv.summary_count == 81418
     assert srv.summary["ttft"][99.0] == pytest.approx(4961.079)
@@ -363,8 +355,8 @@ def test_inference_perf_stage_aggregates() -> None:
 
 
 def test_inference_perf_base_head_pair_share_a_scenario() -> None:
-    base = need(SAMPLES / "fetched/inference-perf/vllm_stage_6_lifecycle_metrics.json")
-    head = need(SAMPLES / "fetched/inference-perf/vllm-eagle_stage_6_lifecycle_metrics.json")
+    base = SAMPLES / "fetched/inference-perf/vllm_stage_6_lifecycle_metrics.json"
+    head = SAMPLES / "fetched/inference-perf/vllm-eagle_stage_6_lifecycle_metrics.json"
     (b,) = inference_perf.read(base.read_bytes(), base.name, OPTS)
     (h,) = inference_perf.read(head.read_bytes(), head.name, OPTS)
     assert b.scenario == h.scenario == "stage 6"
@@ -372,10 +364,11 @@ def test_inference_perf_base_head_pair_share_a_scenario() -> None:
 
 
 def test_inference_perf_broken() -> None:
-    path = need(GEN / "inference-perf/base/per_request_lifecycle_metrics.json")
+    path = GEN / "inference-perf/base/per_request_lifecycle_metrics.json"
     data = path.read_bytes()
     with pytest.raises(InputError, match=r"^inference-perf: p.json: is not valid JSON at line 6"):
-        inference_perf.read(data[:5000], "p.json", OPTS)
+        cut = data.index(b'"response"') + 60  # inside the first response string, on line 6
+        inference_perf.read(data[:cut], "p.json", OPTS)
     records = json.loads(data)
     records[3]["start_time"] = "soon"
     with pytest.raises(InputError, match=r"request 3: 'start_time' is 'soon'"):
@@ -389,7 +382,7 @@ def test_inference_perf_broken() -> None:
     stage["successes"]["latency"] = {"request_latency": {"p50": "fast"}}  # type: ignore[index]
     with pytest.raises(InputError, match=r"successes.latency.request_latency.p50 is 'fast'"):
         inference_perf.read(json.dumps(stage).encode(), "s.json", OPTS)
-    other = need(GEN / "guidellm/base/benchmarks.json")
+    other = GEN / "guidellm/base/benchmarks.json"
     with pytest.raises(InputError, match=r"^inference-perf: benchmarks.json: expected"):
         inference_perf.read(other.read_bytes(), "benchmarks.json", OPTS)
 
@@ -488,12 +481,8 @@ def test_join_errors_without_ids() -> None:
 
 @pytest.mark.parametrize("side", ["base", "head"])
 def test_join_aiperf_client_with_server_spans(side: str) -> None:
-    if importlib.util.find_spec("budgetdiff.formats.aiperf") is None:
-        pytest.skip("the AIPerf reader is not there yet")
-    from budgetdiff.formats import aiperf
-
-    client_path = need(GEN / f"aiperf/{side}/profile_export.jsonl")
-    span_path = need(GEN / f"otlp-json/aiperf-{side}/server_spans.otlp.json")
+    client_path = GEN / f"aiperf/{side}/profile_export.jsonl"
+    span_path = GEN / f"otlp-json/aiperf-{side}/server_spans.otlp.json"
     client = aiperf.read(client_path.read_bytes(), client_path.name, OPTS)
     spans = otlp.read(span_path.read_bytes(), span_path.name, OPTS)
     (run,) = combine([client, spans], [client_path.name, span_path.name])

@@ -16,10 +16,10 @@ from budgetdiff.errors import UsageError
 from tests.conftest import DEMO
 from tests.helpers import BUDGET, compare_json, run, slices, write_table
 
-DATA = Path(__file__).parent / "data" / "inference-perf"
+DATA = Path(__file__).parent / "data" / "fetched" / "inference-perf"
 # inference-perf's server-side summaries: mean, median, p90 and p99, no p95 (see the report)
-SUMMARY_BASE = DATA / "vllm_stage_0_prometheus_metrics_gate.json"
-SUMMARY_HEAD = DATA / "vllm_summary_prometheus_metrics_gate.json"
+SUMMARY_BASE = DATA / "vllm_stage_0_prometheus_metrics.json"
+SUMMARY_HEAD = DATA / "vllm_summary_prometheus_metrics.json"
 
 
 def budget_file(tmp_path: Path, text: str = BUDGET, name: str = "budget.yml") -> Path:

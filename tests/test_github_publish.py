@@ -11,16 +11,13 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_github import BOT, EVENTS_PATH, SPEC_PATH, FakeGitHub, event_payload
+from fake_github import BOT, FakeGitHub, event_payload
 
 from budgetdiff.errors import UsageError
 from budgetdiff.github import Publication, publish, validate_report_id
 from budgetdiff.github.actions import command, format_outputs
 from budgetdiff.github.api import ApiError, GitHubClient
 from budgetdiff.github.comment import COMMENT_MAX_CHARS, fit, marker, text_length
-
-if not SPEC_PATH.exists() or not EVENTS_PATH.exists():
-    pytest.skip("../shared/github is not next to the repository", allow_module_level=True)
 
 TOKEN = "test-token-s3cr3t"
 REPO = "Codertocat/Hello-World"

@@ -17,3 +17,6 @@ class ReadOptions:
     slices: tuple[str, ...] = ()
     # slice name -> (column name, unit or None for "from the suffix")
     columns: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    # the budget's percentile: a reader holding only a sample of the requests (GuideLLM) uses
+    # the file's own percentiles when the sample is too small for this one
+    percentile: float = 95.0

@@ -4,6 +4,11 @@
 Per-request records carry `{"value": v, "unit": "ms"}` metrics; the inter-chunk gaps of every
 request become the ITL. Warm-up records are skipped; records with an `error` are failed
 requests. The aggregate file yields a Run with `n == 0` and `summary` percentiles.
+
+Two schemas: the current one (`schema_version` and `aiperf_version` at the top of the aggregate,
+`time_to_first_token`, `benchmark_phase`), and the earlier one of AIPerf 0.1 (autumn 2025): the
+aggregate's metrics wrapped in `records` with `tag` / `header`, no version key, and the short
+names `ttft` / `ttst` (records: `credit_phase`, `timestamp_ns`). Both map to the same names.
 """
 
 from __future__ import annotations
@@ -38,6 +43,11 @@ _RECORD_ANY = re.compile(rb'"(?:x_request_id|request_start_ns|benchmark_phase)"\
 # AIPerf's metric shape: "metrics": {"request_latency": {"value": ...
 _RECORD_METRIC = re.compile(rb'"metrics"\s*:\s*\{\s*"\w+"\s*:\s*\{\s*"value"\s*:')
 _AGGREGATE = re.compile(rb'"aiperf_version"\s*:')
+# AIPerf 0.1's aggregate: {"records": {"<metric>": {"tag": "<metric>", ...
+_EARLY_AGGREGATE = re.compile(rb'^\s*\{\s*"records"\s*:\s*\{\s*"\w+"\s*:\s*\{\s*"tag"\s*:')
+# AIPerf 0.1's short metric names -> the current ones
+_EARLY_NAMES = {"ttft": "time_to_first_token", "ttst": "time_to_second_token"}
+EARLY_SCHEMA = "0.1 (records/tag, ttft/ttst)"
 _STATS = re.compile(rb'"(?:time_to_first_token|request_latency)"\s*:\s*\{\s*"unit"')
 
 # aggregate metric -> the summary names it fills
@@ -51,8 +61,11 @@ _SUMMARY_NAMES = {
 
 
 def sniff(head: bytes, name: str) -> bool:
-    """A per-request record (`metadata` + `metrics` objects) or the aggregate (`aiperf_version`)."""
+    """A per-request record (`metadata` + `metrics` objects) or the aggregate (`aiperf_version`,
+    or AIPerf 0.1's `records` of `tag`ged metrics)."""
     if _AGGREGATE.search(head) and _STATS.search(head):
+        return True
+    if _EARLY_AGGREGATE.search(head):
         return True
     return (
         _RECORD_METRIC.search(head) is not None
@@ -64,8 +77,17 @@ def sniff(head: bytes, name: str) -> bool:
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     ctx = Ctx(NAME, source, HINT)
     head = data[:65536]
+    if _EARLY_AGGREGATE.search(head):
+        doc = obj(load_json(data, ctx), "top level", ctx)
+        records = obj(key(doc, "records", ctx), "key 'records'", ctx)
+        flat = {_EARLY_NAMES.get(k, k): v for k, v in records.items()}
+        config = doc.get("input_config")
+        return [_aggregate({**flat, "input_config": config}, ctx, EARLY_SCHEMA)]
     if _AGGREGATE.search(head) and not _RECORD_METRIC.search(head):
-        return [_aggregate(obj(load_json(data, ctx), "top level", ctx), ctx)]
+        doc = obj(load_json(data, ctx), "top level", ctx)
+        version = doc.get("schema_version")
+        known = isinstance(version, str) and 0 < len(version) <= 20
+        return [_aggregate(doc, ctx, str(version) if known else "current")]
     return [_records(data, ctx)]
 
 
@@ -79,19 +101,21 @@ def _records(data: bytes, ctx: Ctx) -> Run:
     start: list[float] = []
     end: list[float] = []
     ok: list[bool] = []
-    has_ttft = False
+    has_ttft = early = False
     for line, value in iter_json_values(data, ctx):
         where = f"line {line}:"
         record = obj(value, where, ctx)
         metadata = _sub(record, "metadata", f"{where} key 'metadata'", ctx)
-        phase = metadata.get("benchmark_phase")
+        phase = metadata.get("benchmark_phase", metadata.get("credit_phase"))
         if isinstance(phase, str) and phase == "warmup":
             continue
         metrics = _sub(record, "metrics", f"{where} key 'metrics'", ctx)
         failed = record.get("error") is not None
         ok.append(not failed)
         latency = _metric(metrics, "request_latency", where, ctx, required=not failed)
-        first = _metric(metrics, "time_to_first_token", where, ctx, required=False)
+        ttft_name = "time_to_first_token" if "time_to_first_token" in metrics else "ttft"
+        early = early or ttft_name == "ttft"
+        first = _metric(metrics, ttft_name, where, ctx, required=False)
         has_ttft = has_ttft or not math.isnan(first)
         total.append(math.nan if failed else latency)
         ttft.append(math.nan if failed else first)
@@ -145,7 +169,7 @@ def _records(data: bytes, ctx: Ctx) -> Run:
         itl=pooled(gaps) if any(len(g) for g in gaps) else None,
         start_time=None if np.isnan(start_arr).all() else start_arr,
         duration_s=duration,
-        meta={"tool": "aiperf"},
+        meta={"tool": "aiperf", "schema": EARLY_SCHEMA if early else "current"},
     )
 
 
@@ -200,7 +224,7 @@ def _ns(metadata: dict[str, Any], name: str, where: str, ctx: Ctx) -> float:
     return number(value, f"{where} key 'metadata.{name}'", ctx, latency=True) / 1e9
 
 
-def _aggregate(doc: dict[str, Any], ctx: Ctx) -> Run:
+def _aggregate(doc: dict[str, Any], ctx: Ctx, schema: str) -> Run:
     summary: dict[str, dict[float, float]] = {}
     for metric, names in _SUMMARY_NAMES.items():
         if metric not in doc:
@@ -215,15 +239,20 @@ def _aggregate(doc: dict[str, Any], ctx: Ctx) -> Run:
                 summary[summary_name] = dict(values)
     if "total" not in summary:
         raise ctx.error("key 'request_latency'", "is missing (no latency percentiles)")
-    count = _avg(doc, "request_count", ctx)
+    count = _avg(doc, "request_count", ctx)  # AIPerf counts the requests that succeeded
+    errors = _avg(doc, "error_request_count", ctx)
     duration = _avg(doc, "benchmark_duration", ctx)
+    meta = {**_aggregate_meta(doc), "schema": schema}
+    if errors is not None:
+        meta["failures"] = errors
+        count = (count or 0.0) + errors
     return Run(
         source=ctx.source,
         n=0,
         summary=summary,
         summary_count=int(count) if count is not None else None,
         duration_s=duration,
-        meta=_aggregate_meta(doc),
+        meta=meta,
     )
 
 
@@ -244,6 +273,14 @@ def _aggregate_meta(doc: dict[str, Any]) -> dict[str, str | float]:
     config = doc.get("input_config")
     if not isinstance(config, dict):
         return meta
+    endpoint, loadgen = config.get("endpoint"), config.get("loadgen")  # AIPerf 0.1
+    names = endpoint.get("model_names") if isinstance(endpoint, dict) else None
+    if isinstance(names, list) and names and isinstance(names[0], str):
+        meta["model"] = names[0]
+    for out_key, in_key in (("concurrency", "concurrency"), ("rate", "request_rate")):
+        value = finite(loadgen.get(in_key)) if isinstance(loadgen, dict) else None
+        if value is not None:
+            meta[out_key] = value
     models = config.get("models")
     items = models.get("items") if isinstance(models, dict) else None
     if isinstance(items, list) and items and isinstance(items[0], dict):

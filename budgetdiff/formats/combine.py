@@ -198,6 +198,9 @@ def join(client: Run, servers: list[Run], client_src: str, server_src: str) -> R
     network = client_ttft - server_ttft
     negative = network < 0
     meta: dict[str, str | float] = dict(client.meta)
+    for name in ("format", "schema"):
+        parts = dict.fromkeys(str(r.meta.get(name, "unknown")) for r in (client, *servers))
+        meta[name] = " + ".join(parts)
     # always set (0 when none), so the report can say what was dropped or clipped
     meta.update(
         {
@@ -246,5 +249,6 @@ def join(client: Run, servers: list[Run], client_src: str, server_src: str) -> R
         output_tokens=rows(client.output_tokens),
         itl=itl,
         start_time=rows(client.start_time),
+        tpot=rows(client.tpot),
         meta=meta,
     )

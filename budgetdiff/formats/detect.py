@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 from types import ModuleType
 
 from budgetdiff.errors import InputError, UsageError
@@ -32,6 +33,21 @@ ALIASES = {
     "otlp-json": "otlp",
 }
 SNIFF_BYTES = 64 * 1024
+# The schema a reader takes when the file names no version of its own; readers that tell
+# versions apart (AIPerf, GuideLLM, LLMPerf, vLLM/SGLang aggregates) set `meta["schema"]`.
+SCHEMAS = {
+    "vllm": "bench serve result",
+    "sglang": "bench_serving result",
+    "aiperf": "current",
+    "genai-perf": "profile export",
+    "llmperf": "individual responses",
+    "guidellm": "benchmarks",
+    "inference-perf": "lifecycle metrics",
+    "otlp": "OTLP/JSON",
+    "otel-console": "ConsoleSpanExporter",
+    "prometheus": "text exposition",
+    "native": "table",
+}
 
 
 def names() -> list[str]:
@@ -89,4 +105,10 @@ def read(data: bytes, source: str, fmt: str, options: ReadOptions) -> list[Run]:
         ) from None
     if not runs:
         raise InputError(f"{source}: {mod.NAME}: the file holds no runs")
-    return runs
+    return [_stamped(r, mod.NAME) for r in runs]
+
+
+def _stamped(run: Run, name: str) -> Run:
+    """The run, saying which reader read it and which schema of the tool's file that was."""
+    schema = run.meta.get("schema", run.meta.get("layout", SCHEMAS[name]))
+    return replace(run, meta={**run.meta, "format": name, "schema": schema})

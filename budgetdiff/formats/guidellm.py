@@ -6,6 +6,12 @@ Every entry of `benchmarks` is one scenario, named from its scheduling strategy
 request id. Successful requests are ok, errored ones are failed; incomplete ones (cut off when
 the benchmark ended) are left out, as GuideLLM's own statistics leave them out. GuideLLM keeps
 no per-token timestamps, so there is no ITL, only decode = total - TTFT.
+
+The per-request lists may hold only a sample (GuideLLM's `sample_size`: k of the n requests
+that `metrics.request_totals` counts; 0.8 development versions wrote them empty). A sample
+large enough for the budget's percentile is read per request, with a note saying k of n;
+a smaller one (or none) gives way to the file's own percentiles over all n requests,
+`metrics.<name>.successful.percentiles`, as an aggregate input with a note.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from budgetdiff.formats._client import (
     optional_number,
     unique_names,
 )
+from budgetdiff.stats import needed_for_interval
 from budgetdiff.table import Run
 
 NAME = "guidellm"
@@ -36,6 +43,16 @@ HINT = "a GuideLLM `benchmarks.json` file"
 
 _BENCHMARKS = re.compile(rb'"benchmarks"\s*:\s*\[')
 _GUIDELLM_ANY = re.compile(rb'"guidellm_version"\s*:|"generative_benchmark"')
+# GuideLLM's percentile keys: p001 is the 0.1th, p999 the 99.9th
+_PERCENTILES = {"p01": 1.0, "p05": 5.0, "p10": 10.0, "p25": 25.0, "p50": 50.0, "p75": 75.0}
+_PERCENTILES |= {"p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9, "p001": 0.1}
+# metric -> (scale to ms, the summary names it fills); GuideLLM's inter_token_latency_ms is a
+# token-weighted distribution of per-request means, neither `itl` nor `tpot`: left out
+_METRICS = {
+    "time_to_first_token_ms": (1.0, ("ttft", "first_token")),
+    "request_latency": (1000.0, ("total",)),
+}
+CONFIDENCE = 0.95  # a sample must give a finite interval for the percentile at this confidence
 
 
 def sniff(head: bytes, name: str) -> bool:
@@ -53,6 +70,8 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     metadata = doc.get("metadata")
     if isinstance(metadata, dict) and isinstance(metadata.get("guidellm_version"), str):
         meta["tool_version"] = metadata["guidellm_version"]
+    version = finite(metadata.get("version")) if isinstance(metadata, dict) else None
+    meta["schema"] = f"v{version:g}" if version is not None else "v1 (no metadata.version)"
     model = _model(doc)
     if model is not None:
         meta["model"] = model
@@ -60,7 +79,7 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     names = []
     for i, raw in enumerate(benchmarks):
         where = f"key 'benchmarks'[{i}]"
-        run, name = _benchmark(obj(raw, where, ctx), where, ctx, meta)
+        run, name = _benchmark(obj(raw, where, ctx), where, ctx, meta, options)
         runs.append(run)
         names.append(name)
     if len(runs) == 1:
@@ -73,7 +92,11 @@ def _named(run: Run, name: str) -> Run:
 
 
 def _benchmark(
-    bench: dict[str, Any], where: str, ctx: Ctx, base_meta: dict[str, str | float]
+    bench: dict[str, Any],
+    where: str,
+    ctx: Ctx,
+    base_meta: dict[str, str | float],
+    options: ReadOptions,
 ) -> tuple[Run, str]:
     meta = dict(base_meta)
     name = _strategy(bench, meta)
@@ -98,6 +121,14 @@ def _benchmark(
     isl = np.full(n, np.nan)
     osl = np.full(n, np.nan)
     ok = np.array([r[2] for r in rows], dtype=bool)
+    kept, totals = int(ok.sum()), _totals(bench, where, ctx)
+    if totals is not None and totals[0] > kept:  # the list is a sample of the requests
+        if kept < needed_for_interval(options.percentile, CONFIDENCE):
+            return _from_metrics(bench, where, ctx, meta, kept, totals, options.percentile), name
+        meta["note"] = (
+            f"{ctx.source}: the per-request list is a sample: {kept} of the {totals[0]} "
+            "successful requests (GuideLLM's sample_size); percentiles are estimated from it"
+        )
     ids = []
     for i, (row, rwhere, good) in enumerate(rows):
         request_id = row.get("request_id")
@@ -148,6 +179,58 @@ def _benchmark(
             meta=meta,
         ),
         name,
+    )
+
+
+def _totals(bench: dict[str, Any], where: str, ctx: Ctx) -> tuple[int, int] | None:
+    """(successful, errored) from `metrics.request_totals`, or None where the file has none."""
+    metrics = bench.get("metrics")
+    totals = metrics.get("request_totals") if isinstance(metrics, dict) else None
+    if not isinstance(totals, dict) or "successful" not in totals:
+        return None
+    twhere = f"{where}.metrics.request_totals"
+    good = number(totals["successful"], f"{twhere}.successful", ctx, latency=True)
+    bad = optional_number(totals.get("errored"), f"{twhere}.errored", ctx)
+    return int(good), 0 if np.isnan(bad) else int(bad)
+
+
+def _from_metrics(
+    bench: dict[str, Any],
+    where: str,
+    ctx: Ctx,
+    meta: dict[str, str | float],
+    kept: int,
+    totals: tuple[int, int],
+    p: float,
+) -> Run:
+    """The file's own percentiles over every request, when its per-request list is too small."""
+    metrics = obj(bench["metrics"], f"{where}.metrics", ctx)
+    summary: dict[str, dict[float, float]] = {}
+    for metric, (scale, names) in _METRICS.items():
+        mwhere = f"{where}.metrics.{metric}.successful.percentiles"
+        stats = obj(key(metrics, metric, ctx, f"{where}.metrics.{metric}"), mwhere, ctx)
+        successful = obj(key(stats, "successful", ctx, mwhere), mwhere, ctx)
+        table = obj(key(successful, "percentiles", ctx, mwhere), mwhere, ctx)
+        values = {
+            q: number(table[k], f"{mwhere}.{k}", ctx, latency=True) * scale
+            for k, q in sorted(_PERCENTILES.items(), key=lambda item: item[1])
+            if k in table
+        }
+        for name in names:
+            summary[name] = dict(values)
+    held = "is empty" if kept == 0 else f"holds {kept}"
+    note = (
+        f"{ctx.source}: requests.successful {held} of the {totals[0]} successful requests "
+        f"(request_totals), too few for p{p:g}; the percentiles are GuideLLM's own over all of them"
+    )
+    good, bad = totals
+    return Run(
+        source=ctx.source,
+        n=0,
+        summary=summary,
+        summary_count=good + bad,
+        duration_s=finite(bench.get("duration")),
+        meta={**meta, "failures": float(bad), "note": note},
     )
 
 

@@ -2,7 +2,10 @@
 
 - `per_request_lifecycle_metrics.json` (a list of requests with monotonic `start_time`,
   `end_time` and `info.response_metrics.output_token_times`, seconds): one per-request Run with
-  the slices first_token and decode (= end - first token), ttft, total, itl and tokens;
+  the slices first_token and decode (= end - first token), ttft, total, itl and tokens, and
+  TPOT as inference-perf's own summary defines it: (last token - first token) / (output
+  tokens - 1), not from `end_time` (which comes after the last token: the usage chunk and the
+  end of the stream); a request without two token times has none, as in inference-perf;
 - `stage_N_lifecycle_metrics.json` / `summary_lifecycle_metrics.json` (client-side percentiles
   under `successes.latency`) and `*_prometheus_metrics.json` (the server's percentiles directly
   under `successes`): an aggregate Run (n == 0) with `summary` {name: {percentile: ms}}.
@@ -146,6 +149,8 @@ def _per_request(records: list[Any], source: str) -> Run:
         ids.append(match.group(1) if match else str(i))
     total = (end - start) * 1000.0
     ttft = (first - start) * 1000.0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tpot = np.where(out > 1, (last - first) * 1000.0 / (out - 1), np.nan)
     decode = (end - first) * 1000.0
     for name, values in (("total", total), ("ttft", ttft), ("decode", decode)):
         bad = ok & (values < 0)
@@ -177,6 +182,7 @@ def _per_request(records: list[Any], source: str) -> Run:
         itl=itl if lengths.sum() else None,
         start_time=start,
         duration_s=float(np.max(end) - np.min(start)),
+        tpot=tpot,
         meta={"format": NAME, "side": "client"},
     )
 

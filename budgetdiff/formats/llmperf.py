@@ -97,7 +97,7 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
             ok=ok,
             input_tokens=None if np.isnan(isl).all() else isl,
             output_tokens=None if np.isnan(osl).all() else osl,
-            meta={"tool": "llmperf"},
+            meta={"tool": "llmperf", "schema": "individual responses"},
         )
     ]
 
@@ -116,7 +116,16 @@ def _summary(doc: dict[str, Any], ctx: Ctx) -> Run:
             "key 'results_end_to_end_latency_s_quantiles_p50'", "is missing (no percentiles)"
         )
     count = finite(doc.get("results_num_completed_requests"))
-    meta: dict[str, str | float] = {"tool": "llmperf"}
+    meta: dict[str, str | float] = {"tool": "llmperf", "schema": "summary"}
+    # failures from the summary's own count (the percentiles are of the completed requests)
+    errors = finite(doc.get("results_number_errors"))
+    started = finite(doc.get("results_num_requests_started"))
+    rate = finite(doc.get("results_error_rate"))
+    if errors is None and rate is not None and started is not None:
+        errors = float(round(rate * started))
+    if errors is not None:
+        meta["failures"] = errors
+        count = started if started is not None else (count or 0.0) + errors
     for out_key, in_key in (("model", "model"), ("provider", "framework"), ("name", "name")):
         value = doc.get(in_key)
         if isinstance(value, str):

@@ -3,6 +3,10 @@
 One JSON object per benchmark; several runs appended to one file (one object per line) are
 several scenarios, named from their load settings. SGLang's `bench_serving` writes the same
 per-request lists, so `budgetdiff.formats.sglang` reuses `read_results`.
+
+Without `--save-detailed` (SGLang: `--output-details`) the tool drops the per-request lists
+(`ttfts`, `itls`, `errors`, ...) and keeps its own percentiles, `p99_ttft_ms`, `median_e2el_ms`
+(SGLang: `p99_e2e_latency_ms`), `p95_tpot_ms`, `p99_itl_ms`: that object is an aggregate Run.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from budgetdiff.formats._client import (
     finite,
     iter_json_values,
     load_name,
+    number,
     numbers,
     obj,
     pooled,
@@ -33,6 +38,17 @@ HINT = "a `vllm bench serve --save-result --save-detailed` file"
 
 _VLLM_KEYS = (b"model_id", b"tokenizer_id")
 _VLLM_ANY = re.compile(rb'"(?:burstiness|ttfts|mean_e2el_ms|endpoint_type)"\s*:')
+# the tool's own percentiles: p99_ttft_ms, median_e2el_ms, p90_e2e_latency_ms (SGLang), ...
+_SUMMARY_KEY = re.compile(r"(median|p(\d+(?:\.\d+)?))_(ttft|tpot|itl|e2el|e2e_latency)_ms")
+_SUMMARY_NAMES = {
+    "ttft": ("ttft", "first_token"),
+    "e2el": ("total",),
+    "e2e_latency": ("total",),
+    "tpot": ("tpot",),
+    "itl": ("itl",),
+}
+DETAILED = "per request (--save-detailed / --output-details)"
+AGGREGATE = "aggregate (no --save-detailed / --output-details)"
 
 
 def sniff(head: bytes, name: str) -> bool:
@@ -80,6 +96,10 @@ def _renamed(run: Run, name: str) -> Run:
 
 
 def _one(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str, latency_key: str | None) -> Run:
+    detailed = "ttfts" in result or "itls" in result  # one of them alone: a broken file
+    if not detailed and any(_SUMMARY_KEY.fullmatch(k) for k in result):
+        return _aggregate(result, ctx, prefix, tool)
+
     def need(name: str) -> Any:
         if name not in result:
             extra = " (run with --save-detailed / --output-details)" if name == "ttfts" else ""
@@ -143,7 +163,34 @@ def _one(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str, latency_key: 
         itl=pooled(gaps_ms),
         start_time=start_time,
         duration_s=_opt_float(result, "duration"),
-        meta=_meta(result, tool),
+        meta={**_meta(result, tool), "schema": DETAILED},
+    )
+
+
+def _aggregate(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str) -> Run:
+    """The tool's own percentiles of a result saved without the per-request lists."""
+    summary: dict[str, dict[float, float]] = {}
+    for name, value in result.items():
+        match = _SUMMARY_KEY.fullmatch(name)
+        if match is None or value is None:  # a metric the run had no data for is null
+            continue
+        q = 50.0 if match.group(1) == "median" else float(match.group(2))
+        ms = number(value, f"{prefix}key '{name}'", ctx, latency=True)
+        for out in _SUMMARY_NAMES[match.group(3)]:
+            summary.setdefault(out, {}).setdefault(q, ms)  # p50 and median are the same
+    completed = finite(result.get("completed"))
+    failed = finite(result.get("failed"))
+    meta: dict[str, str | float] = {**_meta(result, tool), "schema": AGGREGATE}
+    if failed is not None:
+        meta["failures"] = failed
+    count = None if completed is None else int(completed + (failed or 0.0))
+    return Run(
+        source=ctx.source,
+        n=0,
+        summary=summary,
+        summary_count=count,
+        duration_s=_opt_float(result, "duration"),
+        meta=meta,
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from budgetdiff.compare import Comparison, Row
+from budgetdiff.compare import Comparison, Row, Side
 from budgetdiff.render.numbers import ms, num, pct, signed_ms
 from budgetdiff.whatif import FixFirst
 
@@ -13,6 +13,20 @@ CHANGE_WORDS = {
     "inconclusive": "inconclusive",
 }
 STATUS_WORDS = {"ok": "ok", "low_headroom": "low headroom", "breach": "BREACH"}
+
+
+def read_as(side: Side) -> str:
+    """`aiperf (schema 1.4, aiperf 0.13.0)`: the reader and the schema of the file it read."""
+    version = (
+        f", {side.meta.get('tool', side.format)} {side.tool_version}" if side.tool_version else ""
+    )
+    return f"{side.format} (schema {side.schema}{version})"
+
+
+def inputs(c: Comparison) -> str:
+    """`read: base aiperf (schema 1.4) · head aiperf (schema 0.1 ...)`, one line."""
+    sides = [(n, s) for n, s in (("base", c.base), ("head", c.head)) if s is not None]
+    return "read: " + " · ".join(f"{n} {read_as(s)}" for n, s in sides)
 
 
 def change(r: Row) -> str:

@@ -6,7 +6,7 @@ import json
 import math
 from typing import Any
 
-from budgetdiff.compare import Comparison, Row
+from budgetdiff.compare import Comparison, Row, Side
 from budgetdiff.report import Report, Scenario
 
 SCHEMA = "budgetdiff.report/v1"
@@ -34,6 +34,7 @@ def _scenario(s: Scenario) -> dict[str, Any]:
         "percentile": c.percentile,
         "requests": {"base": c.base.requests if c.base else None, "head": c.head.requests},
         "failed": {"base": c.base.failed if c.base else None, "head": c.head.failed},
+        "inputs": {"base": _input(c.base) if c.base else None, "head": _input(c.head)},
         "paired": c.paired,
         "headline": c.headline,
         "slo": [_slo(r) for r in c.slo],
@@ -63,6 +64,15 @@ def _scenario(s: Scenario) -> dict[str, Any]:
         "not_comparable": list(c.not_comparable),
         "feasibility": list(c.feasibility),
         "notes": list(c.notes),
+    }
+
+
+def _input(side: Side) -> dict[str, Any]:
+    return {
+        "source": side.source,
+        "format": side.format,
+        "schema": side.schema,
+        "tool_version": side.tool_version,
     }
 
 

@@ -51,6 +51,7 @@ def _document(
     lines = [_verdict_line(report), ""]
     for s in scenarios:
         lines += body(s)
+    lines.append(f"<sub>{md(cells.inputs(report.main.comparison), 400)}</sub>")
     what = [cut] if cut else []
     if dropped_scenarios:
         what.append(f"{len(report.scenarios) - 1} other scenario(s)")

@@ -33,6 +33,7 @@ def render_table(report: Report) -> str:
             if side is not None
         ]
         out.append(", ".join(counts) + (", paired by request id" if c.paired else ""))
+        out.append(plain(cells.inputs(c), 400))
         if c.headline:
             out.append(plain(c.headline, 200))
         out += ["", _rows(c.slo, f"SLO {p}", compare, ("headroom",), lambda r: [cells.headroom(r)])]
