@@ -789,7 +789,15 @@ def _slice_columns(table: _Table, source: str, options: ReadOptions) -> list[tup
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     """Read one native table; one Run (the file is one scenario)."""
-    table = _load(data, source)
+    return _runs(_load(data, source), source, options)
+
+
+def read_arrow(table: pa.Table, source: str, options: ReadOptions) -> list[Run]:
+    """The same from a table already in memory (the Python API: DataFrames, dicts of arrays)."""
+    return _runs(_ArrowTable("arrow", table, source), source, options)
+
+
+def _runs(table: _Table, source: str, options: ReadOptions) -> list[Run]:
     if table.n == 0:
         raise fail(NAME, source, "the table has a header but no rows; write one row per request")
     n = table.n
