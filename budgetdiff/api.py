@@ -116,8 +116,8 @@ def _fail_on(kinds: Iterable[str] | None, budget: Budget) -> list[str]:
 
     if kinds is None:
         return list(budget.fail_on)
-    if isinstance(kinds, str):
-        kinds = [k.strip() for k in kinds.split(",") if k.strip()]
+    if isinstance(kinds, str):  # the CLI's spelling: a comma list, or never
+        kinds = [k.strip() for k in kinds.split(",") if k.strip() and k.strip() != "never"]
     out = list(kinds)
     bad = [k for k in out if k not in FAIL_KINDS]
     if bad:

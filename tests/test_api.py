@@ -63,9 +63,14 @@ def frames() -> dict[str, tuple[object, object]]:
         "dict of arrays": tuple({c: df[c].to_numpy() for c in df.columns} for df in (base, head)),
         "dict of lists": tuple({c: df[c].tolist() for c in df.columns} for df in (base, head)),
     }
+    tables = [pa.Table.from_pandas(df) for df in (base, head)]
     return {
         "DataFrame": (base, head),
-        "pyarrow Table": tuple(pa.Table.from_pandas(df) for df in (base, head)),  # type: ignore[dict-item]
+        # any object that speaks the Arrow C stream interface (polars, DuckDB results, ...)
+        "Arrow stream": tuple(
+            pa.RecordBatchReader.from_batches(t.schema, t.to_batches()) for t in tables
+        ),  # type: ignore[dict-item]
+        "pyarrow Table": tuple(tables),  # type: ignore[dict-item]
         **as_dict,  # type: ignore[dict-item]
     }
 
@@ -150,6 +155,10 @@ def test_bad_input_raises_the_clis_one_line_errors(
 
 def test_fail_on_and_id() -> None:
     assert budgetdiff.compare(BASE, HEAD, DEMO_BUDGET, fail_on=[]).verdict == "warn"
+    assert budgetdiff.compare(BASE, HEAD, DEMO_BUDGET, fail_on="never").verdict == "warn"
+    assert (
+        budgetdiff.compare(BASE, HEAD, DEMO_BUDGET, fail_on="breach, regression").verdict == "fail"
+    )
     report = budgetdiff.compare(BASE, HEAD, DEMO_BUDGET, fail_on=["breach"], id="nightly")
     assert report.verdict == "warn" and report.id == "nightly"
     with pytest.raises(UsageError, match="fail_on: unknown kind 'regresion'"):
