@@ -35,7 +35,10 @@ def uv(args: list[str], cwd: Path, cache: Path) -> subprocess.CompletedProcess[s
 
 def test_uv_lock_matches_pyproject(tmp_path: Path) -> None:
     done = uv(["lock", "--check", "--python", sys.executable], ROOT, tmp_path)
-    assert done.returncode == 0, f"uv.lock is out of date: run `make lock`\n{done.stderr}"
+    assert done.returncode == 0, (
+        "uv.lock does not match pyproject.toml: run `.venv/bin/uv lock` (keeps the other pins), "
+        f"or `make lock` (takes the newest releases)\n{done.stderr}"
+    )
 
 
 def test_the_lock_check_fails_when_pyproject_changes(tmp_path: Path) -> None:
