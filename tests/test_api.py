@@ -9,6 +9,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -113,6 +114,16 @@ def test_one_row_per_slo_metric_and_slice() -> None:
         assert row["over_budget"] == r["over_budget"] and row["change"] == r["change"]
     total = rows[("slo", "total")]
     assert total["status"] == "low_headroom" and total["target_ms"] == 6000
+
+
+def test_a_row_per_metric_and_slice_of_every_scenario() -> None:
+    one = budgetdiff.compare(BASE, HEAD, DEMO_BUDGET).scenarios[0]
+    named = [
+        replace(one, comparison=replace(one.comparison, name=name)) for name in ("c=8", "c=16")
+    ]
+    frame = Report(id="default", mode="compare", scenarios=tuple(named)).to_frame()
+    rows = len(one.comparison.slo) + len(one.comparison.slices)
+    assert list(frame.scenario) == ["c=8"] * rows + ["c=16"] * rows
 
 
 def test_check_frames_have_no_base_values() -> None:
