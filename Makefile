@@ -1,5 +1,5 @@
 # Quickstart: `make demo` (set up and run the bundled example), `make test` (lint, types, tests).
-.PHONY: demo test bench golden clean
+.PHONY: demo test bench golden lock clean
 
 demo:
 	@bash scripts/setup.sh runtime
@@ -18,3 +18,11 @@ golden:
 
 clean:
 	rm -rf .venv build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+
+# Refresh uv.lock (the newest releases pyproject.toml allows) and uv's hash-pinned requirement
+# for the Action; review the diff like code.
+lock:
+	@bash scripts/setup.sh dev
+	.venv/bin/uv lock --upgrade
+	echo uv | .venv/bin/uv pip compile - --upgrade --generate-hashes --universal --quiet \
+		--custom-compile-command "make lock" -o uv-requirements.txt

@@ -1,3 +1,41 @@
-"""budgetdiff: latency budgets for LLM serving, base vs head, as a PR comment and a merge gate."""
+"""budgetdiff: latency budgets for LLM serving, base vs head, as a PR comment and a merge gate.
+
+The Python API: `budgetdiff.compare(base, head, budget)` and `budgetdiff.check(head, budget)`
+return a `Report`; `budgetdiff.testing.assert_within_budget` makes a budget a test. Importing
+the package stays cheap: numpy, pyarrow and the rest load when a function runs.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import TYPE_CHECKING
+
+from budgetdiff.api import check, compare
+
+if TYPE_CHECKING:
+    from budgetdiff.report import Report
 
 __version__ = "0.1.0"
+__all__ = ["Report", "__version__", "check", "compare"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "Report":
+        from budgetdiff.report import Report
+
+        return Report
+    raise AttributeError(f"module 'budgetdiff' has no attribute {name!r}")
+
+
+class _Package(types.ModuleType):
+    """`budgetdiff.compare` is the API function, though a submodule has the same name: loading
+    the submodule (it stays in sys.modules["budgetdiff.compare"]) must not replace it."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "compare" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

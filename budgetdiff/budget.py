@@ -234,6 +234,12 @@ def parse_budget(text: str, source: str) -> Budget:
         raise BudgetError(
             f"{source}: the budget file is empty; run `budgetdiff schema` to see keys"
         )
+    return validate_budget(data, source, root)
+
+
+def validate_budget(data: object, source: str, root: Any = None) -> Budget:
+    """A Budget from parsed data (YAML's, or a dict from Python); `root`, the YAML node tree,
+    gives each problem its line."""
     if not isinstance(data, Mapping):
         raise BudgetError(
             f"{source}: the budget must be a mapping of keys, see `budgetdiff schema`"

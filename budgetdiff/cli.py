@@ -17,6 +17,7 @@ from budgetdiff.errors import BudgetdiffError, InputError, UsageError
 
 if TYPE_CHECKING:
     from budgetdiff.budget import Budget
+    from budgetdiff.formats import ReadOptions
     from budgetdiff.report import Report
     from budgetdiff.table import Run
 
@@ -43,7 +44,18 @@ FAIL_NEVER = "never"
 
 
 def entry() -> None:
+    sys.meta_path.insert(0, _NoPandas())
     sys.exit(main())
+
+
+class _NoPandas:
+    """When pandas is installed, pyarrow imports it (0.4 s) the first time it converts a Python
+    value, only to ask whether the value is a pandas object; the program never has one. (Only
+    the Python API's Report.to_frame uses pandas.)"""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name.partition(".")[0] == "pandas":
+            raise ModuleNotFoundError(f"budgetdiff's CLI does not use {name}", name=name)
 
 
 def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
@@ -79,7 +91,7 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -
             f"base ({', '.join(base_files)}) and head ({', '.join(args.head)}) are the same "
             "bytes: nothing was compared; point --base at the base commit's results"
         )
-    report = _evaluate(base, head, budget, fail_on, args, no_base, same_input=same)
+    report = evaluate(base, head, budget, fail_on, args.id, no_base, same_input=same)
     return _finish(report, args, env, out)
 
 
@@ -88,7 +100,7 @@ def cmd_check(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> 
 
     budget = load_budget(Path(args.budget))
     head = _read_side(args.head, args.head_ref, args, budget, env)
-    report = _evaluate(None, head, budget, _fail_on(args.fail_on, budget), args, None)
+    report = evaluate(None, head, budget, _fail_on(args.fail_on, budget), args.id, None)
     return _finish(report, args, env, out)
 
 
@@ -137,7 +149,7 @@ def cmd_rebudget(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) 
     if not budget.slices:
         raise UsageError(f"{args.budget}: has no `slices:` to re-split; add them first")
     head = _read_side(args.head, args.head_ref, args, budget, env)
-    report = _evaluate(None, head, budget, [], args, None)
+    report = evaluate(None, head, budget, [], args.id, None)
     c = report.main.comparison
     measured = {r.name: r.head_ms for r in c.slices if r.head_ms is not None}
     missing = rebudget.missing_slices(budget, measured)
@@ -380,29 +392,7 @@ def _read_side(
     sizes: list[int] | None = None,
 ) -> list[Run]:
     """The runs in `paths`; each file's size in bytes goes to `sizes`."""
-    from budgetdiff import sources
-    from budgetdiff.formats import ReadOptions, detect
-    from budgetdiff.formats.combine import combine
-    from budgetdiff.table import UNATTRIBUTED
-
-    options = ReadOptions(
-        slices=tuple(s for s in budget.slices if s != UNATTRIBUTED),  # computed, not read
-        columns={
-            n: (s.column or n, s.unit)
-            for n, s in budget.slices.items()
-            if s.column is not None or s.unit is not None
-        },
-        percentile=budget.percentile,
-    )
-    limit = sources.max_bytes(env)
-    per_file = []
-    for path in paths:
-        data = sources.read_bytes(path, ref, limit)
-        if sizes is not None:
-            sizes.append(len(data))
-        label = f"{ref}:{path}" if ref else path
-        per_file.append(detect.read(data, label, args.format, options))
-    runs = combine(per_file, paths)  # one file passes through, after its own checks
+    runs = read_files(paths, ref, args.format, budget, env, sizes)
     wanted = _scenarios(args)
     if wanted:
         runs = [r for r in runs if r.scenario in wanted]
@@ -411,16 +401,58 @@ def _read_side(
     return runs
 
 
-def _evaluate(
+def read_options(budget: Budget) -> ReadOptions:
+    """What the budget tells a reader: the slices it wants and where their columns are."""
+    from budgetdiff.formats import ReadOptions
+    from budgetdiff.table import UNATTRIBUTED
+
+    return ReadOptions(
+        slices=tuple(s for s in budget.slices if s != UNATTRIBUTED),  # computed, not read
+        columns={
+            n: (s.column or n, s.unit)
+            for n, s in budget.slices.items()
+            if s.column is not None or s.unit is not None
+        },
+        percentile=budget.percentile,
+    )
+
+
+def read_files(
+    paths: list[str],
+    ref: str | None,
+    fmt: str,
+    budget: Budget,
+    env: Mapping[str, str],
+    sizes: list[int] | None = None,
+) -> list[Run]:
+    """One side's runs from its files (work tree, or commit `ref`), in format `fmt` or detected."""
+    from budgetdiff import sources
+    from budgetdiff.formats import detect
+    from budgetdiff.formats.combine import combine
+
+    options = read_options(budget)
+    limit = sources.max_bytes(env)
+    per_file = []
+    for path in paths:
+        data = sources.read_bytes(path, ref, limit)
+        if sizes is not None:
+            sizes.append(len(data))
+        label = f"{ref}:{path}" if ref else path
+        per_file.append(detect.read(data, label, fmt, options))
+    return combine(per_file, paths)  # one file passes through, after its own checks
+
+
+def evaluate(
     base: list[Run] | None,
     head: list[Run],
     budget: Budget,
     fail_on: list[str],
-    args: argparse.Namespace,
+    report_id: str,
     no_base: str | None,
     *,
     same_input: str | None = None,
 ) -> Report:
+    """Pair the scenarios, compare and judge each: the Report every renderer reads."""
     from budgetdiff.compare import compare, runs_match
     from budgetdiff.judge import judge
     from budgetdiff.prepare import prepare
@@ -456,7 +488,7 @@ def _evaluate(
         )
         scenarios.append(Scenario(c, tuple(findings), verdict))
     mode = "compare" if base is not None or no_base is not None else "check"
-    return Report(id=args.id, mode=mode, scenarios=tuple(scenarios))
+    return Report(id=report_id, mode=mode, scenarios=tuple(scenarios))
 
 
 def _finish(report: Report, args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:

@@ -3,9 +3,36 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from budgetdiff.compare import Comparison
 from budgetdiff.judge import Finding, worst
+
+if TYPE_CHECKING:
+    import pandas
+
+# Report.to_frame(): one row per SLO metric and slice, these columns, in this order
+FRAME_COLUMNS = (
+    "scenario",
+    "kind",
+    "name",
+    "percentile",
+    "target_ms",
+    "base_ms",
+    "head_ms",
+    "delta_ms",
+    "delta_pct",
+    "ci_low_ms",
+    "ci_high_ms",
+    "change",
+    "p_value",
+    "status",
+    "headroom_pct",
+    "over_budget",
+    "budget_use_pct",
+    "tail_share_pct",
+    "tail_change_ms",
+)
 
 
 @dataclass(frozen=True)
@@ -50,3 +77,57 @@ class Report:
                     f = Finding(f.kind, f.subject, f.fails, f"[{s.comparison.name}] {f.message}")
                 out.append(f)
         return out
+
+    # ---- the renderings, for the Python API (the CLI calls the renderers itself) -------------
+
+    def to_text(self) -> str:
+        """The terminal report (`--output table`)."""
+        from budgetdiff.render.table import render_table
+
+        return render_table(self)
+
+    def to_markdown(self) -> str:
+        """The markdown report: the PR comment and the step summary."""
+        from budgetdiff.render.markdown import render_markdown
+
+        return render_markdown(self)
+
+    def to_json(self) -> str:
+        """The JSON report (`budgetdiff.report/v1`), as `--output json` prints it."""
+        from budgetdiff.render.json import render_json
+
+        return render_json(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report as Python values."""
+        from budgetdiff.render.json import report_dict
+
+        return report_dict(self)
+
+    def to_frame(self) -> pandas.DataFrame:
+        """One row per SLO metric and slice (of every scenario), as a pandas DataFrame."""
+        try:
+            import pandas
+        except ImportError:
+            raise ImportError(
+                "Report.to_frame() needs pandas: pip install 'budgetdiff[pandas]'"
+            ) from None
+        rows = []
+        for s in self.scenarios:
+            c = s.comparison
+            for r in (*c.slo, *c.slices):
+                low, high = r.ci_ms if r.ci_ms is not None else (None, None)
+                rows.append(
+                    (
+                        c.name, r.kind, r.name, c.percentile, r.target_ms, r.base_ms, r.head_ms,
+                        r.delta_ms, r.delta_pct, low, high, r.change, r.p_value, r.status,
+                        r.headroom_pct, r.over_budget, r.budget_use_pct, r.tail_share_pct,
+                        r.tail_change_ms,
+                    )
+                )  # fmt: skip
+        frame: pandas.DataFrame = pandas.DataFrame(rows, columns=list(FRAME_COLUMNS))
+        return frame
+
+    def _repr_markdown_(self) -> str:
+        """A notebook shows the report as the PR comment looks."""
+        return self.to_markdown()

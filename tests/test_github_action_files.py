@@ -79,7 +79,7 @@ def test_the_entry_runs_in_isolated_mode() -> None:
     [run] = [s for s in ACTION["runs"]["steps"] if s.get("id") == "run"]
     assert run["run"] == '"$BUDGETDIFF_PYTHON" -I -m budgetdiff.action'
     [install] = [s for s in ACTION["runs"]["steps"] if s.get("id") == "install"]
-    assert '-I -m venv "$VENV"' in install["run"] and "-I -m pip install" in install["run"]
+    assert '"$PYTHON" -I -m pip install' in install["run"] and '"$VPY" -I -c' in install["run"]
 
 
 @pytest.mark.parametrize("path", [*WORKFLOWS, *EXAMPLES], ids=lambda p: p.name)

@@ -44,6 +44,10 @@ def as_budget(text: str) -> dict[str, Any] | None:
 
 
 def python_strings(source: str) -> list[str]:
+    if source.lstrip().startswith(">>>"):  # a doctest session: its statements only
+        source = "\n".join(
+            line[4:] for line in source.splitlines() if line.startswith((">>> ", "... "))
+        )
     return [
         node.value
         for node in ast.walk(ast.parse(source))

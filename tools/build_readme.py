@@ -19,6 +19,7 @@ SECTIONS = (
     "statistics.md",
     "rebudget.md",
     "github.md",
+    "python.md",
     "performance.md",
     "security.md",
     "development.md",

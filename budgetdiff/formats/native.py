@@ -12,6 +12,7 @@ import csv
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -805,7 +806,16 @@ def _slice_columns(table: _Table, source: str, options: ReadOptions) -> list[tup
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     """Read one native table; one Run (the file is one scenario)."""
-    table = _load(data, source)
+    return _runs(_load(data, source), source, options)
+
+
+def read_arrow(table: pa.Table, source: str, options: ReadOptions) -> list[Run]:
+    """The same from a table already in memory (the Python API: DataFrames, dicts of arrays)."""
+    runs = _runs(_ArrowTable("arrow", table, source), source, options)
+    return [replace(r, meta={**r.meta, "schema": "in-memory table"}) for r in runs]
+
+
+def _runs(table: _Table, source: str, options: ReadOptions) -> list[Run]:
     if table.n == 0:
         raise fail(NAME, source, "the table has a header but no rows; write one row per request")
     n = table.n
