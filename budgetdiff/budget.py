@@ -150,16 +150,7 @@ def json_schema() -> dict[str, Any]:
 
 def parse_budget(text: str, source: str) -> Budget:
     """Parse YAML text into a Budget; every problem becomes one line `source:line: key: what`."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(text)
-        root = yaml.compose(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise BudgetError(f"{source}{where}: not valid YAML ({problem})") from None
+    data, root = _load_yaml(text, source)
     if data is None:
         raise BudgetError(
             f"{source}: the budget file is empty; run `budgetdiff schema` to see keys"
@@ -172,7 +163,7 @@ def parse_budget(text: str, source: str) -> Budget:
         return Budget.model_validate(data)
     except ValidationError as e:
         lines = []
-        for err in e.errors():
+        for err in e.errors()[:MAX_PROBLEMS_SHOWN]:
             loc = [
                 str(p) for p in err["loc"] if p not in ("function-before[_short_slice(), Slice]",)
             ]
@@ -183,7 +174,95 @@ def parse_budget(text: str, source: str) -> Budget:
             if err["type"] == "extra_forbidden":
                 msg = "unknown key (misspelt?); `budgetdiff schema` lists the keys"
             lines.append(f"{source}{f':{line}' if line else ''}: {key}: {msg}")
-        raise BudgetError("\n".join(lines)) from None
+        more = e.error_count() - len(lines)
+        raise BudgetError(
+            "; ".join(lines) + (f"; and {more} more problem(s) in {source}" if more > 0 else "")
+        ) from None
+
+
+# Every problem is on the one line of an exit 2; a file of 10,000 unknown keys shows the first.
+MAX_PROBLEMS_SHOWN = 3
+# A budget is a few keys two or three levels deep; anything far past that is not a budget, and
+# PyYAML's composer recurses once per level (10,000 levels would be a RecursionError).
+MAX_BUDGET_DEPTH = 20
+MAX_BUDGET_BYTES = 1 << 20
+# Digits of the longest integer literal read: Python refuses to parse more than 4,300, and no
+# budget value needs more than a few.
+MAX_INT_DIGITS = 30
+
+
+def _load_yaml(text: str, source: str) -> tuple[object, Any]:
+    """The document and its node tree, loaded safely: no Python objects, a bounded size and
+    depth, no key given twice (YAML would keep the last silently), no booleans (`ttft: true`
+    would be 1 ms) and no integer too long to convert."""
+    import yaml
+
+    if len(text) > MAX_BUDGET_BYTES:
+        raise BudgetError(
+            f"{source}: {len(text):,} characters is not a budget file; keep it "
+            f"under {MAX_BUDGET_BYTES:,}"
+        )
+
+    def fail(node: Any, what: str) -> BudgetError:
+        return BudgetError(f"{source}:{node.start_mark.line + 1}: {what}")
+
+    class Loader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[str] = set()
+            for key, _ in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                    if key.value in seen:
+                        raise fail(key, f"key {key.value!r} is given twice; keep one")
+                    seen.add(key.value)
+            return super().construct_mapping(node, deep)
+
+        def construct_yaml_bool(self, node: Any) -> Any:
+            raise fail(
+                node,
+                f"`{node.value}` reads as a boolean (true/false), which no budget key takes; "
+                "write a number, or quote it as text",
+            )
+
+        def construct_yaml_int(self, node: Any) -> Any:
+            if sum(c.isdigit() for c in node.value) > MAX_INT_DIGITS:
+                raise fail(node, f"an integer of {len(node.value):,} digits; write a plain number")
+            return super().construct_yaml_int(node)
+
+    Loader.add_constructor("tag:yaml.org,2002:bool", Loader.construct_yaml_bool)
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
+    try:
+        depth = 0
+        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+            if isinstance(
+                token,
+                yaml.BlockMappingStartToken
+                | yaml.BlockSequenceStartToken
+                | yaml.FlowMappingStartToken
+                | yaml.FlowSequenceStartToken,
+            ):
+                depth += 1
+                if depth > MAX_BUDGET_DEPTH:
+                    raise BudgetError(
+                        f"{source}:{token.start_mark.line + 1}: nested more than "
+                        f"{MAX_BUDGET_DEPTH} levels deep; a budget is a few keys, see "
+                        "`budgetdiff schema`"
+                    )
+            elif isinstance(
+                token, yaml.BlockEndToken | yaml.FlowMappingEndToken | yaml.FlowSequenceEndToken
+            ):
+                depth -= 1
+        loader = Loader(text)
+        try:
+            root = loader.get_single_node()
+            data = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise BudgetError(f"{source}{where}: not valid YAML ({problem})") from None
+    return data, root
 
 
 def _line_of(node: Any, loc: list[str]) -> int | None:

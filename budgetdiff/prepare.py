@@ -80,8 +80,8 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     else:
         ttft = None
 
-    if run.total is not None and slices:
-        rest = total - summed
+    if slices and (run.total is not None or UNATTRIBUTED in budget.slices):
+        rest = total - summed  # all zero without a measured total: the slices are all of it
         if UNATTRIBUTED in budget.slices:
             slices[UNATTRIBUTED] = np.clip(rest, 0.0, None)
         elif len(rest) and float(np.max(rest)) > material(total):

@@ -7,7 +7,7 @@ from types import ModuleType
 
 from budgetdiff.errors import InputError, UsageError
 from budgetdiff.formats import ReadOptions
-from budgetdiff.table import Run
+from budgetdiff.table import Run, check_bounds
 
 # Most specific first: the native table reader accepts any table, so it comes last.
 FORMATS = (
@@ -87,4 +87,6 @@ def read(data: bytes, source: str, fmt: str, options: ReadOptions) -> list[Run]:
         ) from None
     if not runs:
         raise InputError(f"{source}: {mod.NAME}: the file holds no runs")
+    for run in runs:  # one place for every reader: no computation sees an absurd value
+        check_bounds(run)
     return runs
