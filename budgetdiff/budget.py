@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from budgetdiff.errors import BudgetError
+from budgetdiff.table import MAX_MS
 
 FailKind = Literal[
     "breach", "regression", "low_headroom", "over_budget", "overallocated", "no_base"
@@ -45,7 +46,7 @@ def _fraction(value: object) -> object:
 
 
 Fraction = Annotated[float, BeforeValidator(_fraction), Field(ge=0, lt=1)]
-Ms = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Ms = Annotated[float, Field(gt=0, le=MAX_MS, allow_inf_nan=False)]  # at most a day
 
 
 class _Strict(BaseModel):
@@ -78,7 +79,9 @@ class Regression(_Strict):
     min_change: Fraction = Field(
         default=0.05, description="a smaller relative change never counts ('5%')"
     )
-    min_ms: float = Field(default=5.0, ge=0, description="nor a smaller absolute one, ms")
+    min_ms: float = Field(
+        default=5.0, ge=0, le=MAX_MS, description="nor a smaller absolute one, ms"
+    )
     confidence: float = Field(default=0.95, gt=0.5, lt=1)
 
 
@@ -86,8 +89,9 @@ class Budget(_Strict):
     """budgetdiff's budget file (`budget.yml`)."""
 
     version: Literal[1] = 1
+    # p1 to p99.99: beyond them 100 - p (or p) is lost to rounding and no interval exists
     percentile: float = Field(
-        default=95, gt=0, lt=100, description="budgets and SLOs are stated at this percentile"
+        default=95, ge=1, le=99.99, description="budgets and SLOs are stated at this percentile"
     )
     slo: Slo = Field(default_factory=Slo)
     slices: dict[str, Annotated[Slice, BeforeValidator(lambda v: _short_slice(v))]] = Field(

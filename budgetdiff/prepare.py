@@ -211,6 +211,16 @@ def _run_notes(run: Run, unordered: bool) -> list[str]:
             f"{run.source}: {clipped:g} requests had a server TTFT above the client's (clocks "
             f"disagree by up to {most} ms); their network time is counted as 0"
         )
+    if run.request_id is not None and run.n > 1:
+        ids = run.request_id.astype(str)
+        ids = ids[ids != ""]
+        repeated = len(ids) - len(np.unique(ids))
+        if repeated:
+            notes.append(
+                f"{run.source}: {repeated} request(s) repeat the id of another request (or "
+                "span); each is counted as a request of its own, and requests are not paired "
+                "by id"
+            )
     if unordered and run.start_time is not None and np.isnan(run.start_time).any():
         notes.append(
             f"{run.source}: start_time is missing for some requests; row order is "

@@ -32,6 +32,7 @@ ALIASES = {
     "otlp-json": "otlp",
 }
 SNIFF_BYTES = 64 * 1024
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def names() -> list[str]:
@@ -46,7 +47,11 @@ def module(name: str) -> ModuleType:
 
 
 def detect(data: bytes, source: str, options: ReadOptions) -> ModuleType:
+    # Old-Mac line ends (CR alone) must not hide a format that its reader reads from the
+    # sniffer, which looks at lines (the byte-order mark is gone already, see `read`).
     head = data[:SNIFF_BYTES]
+    if b"\r" in head and b"\n" not in head:
+        head = head.replace(b"\r", b"\n")
     for name in FORMATS:
         mod = module(name)
         if mod.sniff(head, source):
@@ -76,6 +81,7 @@ _MALFORMED = (
 
 
 def read(data: bytes, source: str, fmt: str, options: ReadOptions) -> list[Run]:
+    data = data.removeprefix(UTF8_BOM)  # Windows tools write one; no format has a use for it
     mod = detect(data, source, options) if fmt == "auto" else module(fmt)
     try:
         runs: list[Run] = mod.read(data, source, options)
