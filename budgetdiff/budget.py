@@ -210,7 +210,10 @@ def _load_yaml(text: str, source: str) -> tuple[object, Any]:
     def fail(node: Any, what: str) -> BudgetError:
         return BudgetError(f"{source}:{node.start_mark.line + 1}: {what}")
 
-    class Loader(yaml.SafeLoader):
+    # libyaml when PyYAML has it: ten times faster on a budget of 10,000 slices
+    safe: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(safe):  # type: ignore[valid-type,misc]
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: set[str] = set()
             for key, _ in node.value:
@@ -236,7 +239,7 @@ def _load_yaml(text: str, source: str) -> tuple[object, Any]:
     Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
     try:
         depth = 0
-        for token in yaml.scan(text, Loader=yaml.SafeLoader):
+        for token in yaml.scan(text, Loader=safe):
             if isinstance(
                 token,
                 yaml.BlockMappingStartToken

@@ -105,6 +105,12 @@ def prepare(run: Run, budget: Budget) -> Prepared:
         metrics["ttft"] = ttft
     if run.output_tokens is not None and ttft is not None:
         tokens = pick(run.output_tokens)
+        unknown = int(np.isnan(tokens).sum())
+        if 0 < unknown < len(tokens):
+            notes.append(
+                f"{run.source}: {unknown} succeeded request(s) have no output token count; "
+                "TPOT leaves them out"
+            )
         with np.errstate(invalid="ignore", divide="ignore"):
             tpot = (total - ttft) / (tokens - 1)
         metrics["tpot"] = tpot[np.isfinite(tpot) & (tokens > 1)]
