@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_compare import OUT, best  # noqa: E402
+from bench_compare import OUT, best
 
 COLUMNS = 10_000
 ROWS = 20
