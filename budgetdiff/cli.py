@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
 from budgetdiff.errors import BUG_EXIT_CODE, BudgetdiffError, InputError, UsageError, bug_message
 from budgetdiff.render.text import one_line
@@ -398,10 +398,17 @@ class _Cmd:
     run: object
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line like every other exit 2 (the usage is in --help)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     from budgetdiff import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="budgetdiff",
         description="Latency budgets for LLM serving: base vs head benchmark results against "
         "an SLO budget.",

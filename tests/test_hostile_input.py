@@ -467,3 +467,25 @@ def test_artifact_entry_flagged_utf8_that_is_not_is_refused(tmp_path: Path) -> N
     data = data.replace("caf\xe9".encode(), b"caf\xff\xfe")  # same length, not UTF-8
     with pytest.raises(InputError, match="not the UTF-8 it claims"):
         extract(data, tmp_path / "out", "artifact")
+
+
+def test_exit_2_is_one_line_in_a_real_process(tmp_path: Path) -> None:
+    """In a child process, where numpy's warnings and argparse's usage would reach stderr."""
+    import subprocess
+    import sys
+
+    columns = slices(2, 300)
+    for name in ("queue_ms", "prefill_ms", "decode_ms"):
+        columns[name] = np.full(300, 1e308)
+    head = write_table(tmp_path / "head.csv", columns)
+    budget = _budget(tmp_path, BUDGET)
+    for argv in (
+        ["check", "--head", str(head), "--budget", str(budget)],
+        ["check", "--head", str(head), "--output", "yaml\n::error::x"],
+        [],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "budgetdiff", *argv], capture_output=True, text=True
+        )
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr.count("\n") == 1 and "error: " in done.stderr, done.stderr
