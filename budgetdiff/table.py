@@ -29,6 +29,9 @@ METRICS = ("ttft", "total", "itl", "tpot")
 MAX_MS = 86_400_000.0  # a day: no request of a benchmark takes longer
 MAX_COUNT = 1e12  # requests, tokens
 MAX_SECONDS = 1e11  # a start time or a duration (epoch seconds reach 1.8e9)
+# Counts a reader may keep beside the table (failed requests of an aggregate, the run's
+# concurrency): the same bound, since the judge computes rates and intervals from them.
+_META_COUNTS = ("failures", "incomplete", "unmatched", "num_prompts", "concurrency", "scrapes")
 
 
 @dataclass(frozen=True)
@@ -147,6 +150,10 @@ def check_bounds(run: Run) -> None:
         raise refuse("the duration", None, run.duration_s, "not a benchmark's duration (s)")
     if run.summary_count is not None and not 0 <= run.summary_count <= MAX_COUNT:
         raise refuse("the request count", None, run.summary_count, "not a count (0 to 10^12)")
+    for key in _META_COUNTS:
+        value = run.meta.get(key)
+        if isinstance(value, int | float) and not 0 <= value <= MAX_COUNT:
+            raise refuse(f"the {key} count", None, value, "not a count (0 to 10^12)")
     for name, by_pct in run.summary.items():
         for pct, value in by_pct.items():
             if np.isfinite(value) and abs(value) > MAX_MS:

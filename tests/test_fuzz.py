@@ -125,7 +125,44 @@ def _lines(rng: random.Random, data: bytes, how: str) -> bytes:
     return b"".join(lines)
 
 
+def _leaves(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Paths to the numbers in a JSON document, one per key pattern (list indices alike)."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _leaves(v, (*path, k))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value[:2]) for p in _leaves(v, (*path, i))]
+    return [path] if isinstance(value, int | float) and not isinstance(value, bool) else []
+
+
+def _field(rng: random.Random, data: bytes) -> bytes:
+    """One field of one JSON document (or JSON Lines line) set to an absurd value: a random
+    number in the text is most often one of thousands of token times, this is any field."""
+    lines = data.splitlines(keepends=True)
+    i = rng.randrange(len(lines)) if lines and lines[0].lstrip().startswith(b"{") else None
+    try:
+        doc = json.loads(data if i is None or len(lines) < 2 else lines[i])
+    except (ValueError, RecursionError):  # not JSON (or no longer)
+        return data
+    patterns = {
+        tuple("#" if isinstance(p, int) else p for p in path): path for path in _leaves(doc)
+    }
+    if not patterns:
+        return data
+    *parents, last = rng.choice(sorted(patterns.values(), key=str))
+    node = doc
+    for part in parents:
+        node = node[part]
+    node[last] = json.loads(rng.choice(ABSURD))
+    text = json.dumps(doc).encode()
+    if i is None or len(lines) < 2:
+        return text
+    lines[i] = text + b"\n"
+    return b"".join(lines)
+
+
 MUTATIONS: list[Callable[[random.Random, bytes], bytes]] = [
+    _field,
+    _field,
     lambda r, d: d[: _at(r, d)],  # truncated
     lambda r, d: bytes(b ^ (1 << r.randrange(8)) if r.random() < 4 / len(d) else b for b in d),
     lambda r, d: _sub(r, _NUMBER, d, r.choice(ABSURD)),
