@@ -240,6 +240,22 @@ def test_inference_perf_request_count_of_1e30_is_refused(
     _refused(code, out, err, head.name, "count")
 
 
+@pytest.mark.parametrize("count", [-5, 1e30])
+def test_inference_perf_failure_count_that_is_no_count_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], count: float
+) -> None:
+    """-5 crashed the judge (a math domain error), 1e30 was reported as it was."""
+
+    def change(doc: Any) -> None:
+        doc["failures"]["count"] = count
+
+    source = DATA / "inference-perf/fuzz_summary_lifecycle_metrics.json"
+    head = _mutant(tmp_path, source, change, "head.json")
+    argv = ["compare", "--base", str(source), "--head", str(head), "--budget"]
+    code, out, err = run([*argv, str(_budget(tmp_path))], capsys)
+    _refused(code, out, err, "head.json", "the failures count", "not a count")
+
+
 # ------------------------------------------------------------------ the budget
 
 
