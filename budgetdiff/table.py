@@ -146,7 +146,7 @@ def check_bounds(run: Run) -> None:
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise refuse("start_time", row, float(run.start_time[row]), "not a time in seconds")
-    if run.duration_s is not None and not 0 <= run.duration_s <= MAX_SECONDS:
+    if run.duration_s is not None and (run.duration_s < 0 or run.duration_s > MAX_SECONDS):
         raise refuse("the duration", None, run.duration_s, "not a benchmark's duration (s)")
     if run.summary_count is not None and not 0 <= run.summary_count <= MAX_COUNT:
         raise refuse("the request count", None, run.summary_count, "not a count (0 to 10^12)")
