@@ -86,6 +86,20 @@ def test_workflow_commands_in_a_budget_slice_name_print_as_one_inert_line(
     _no_command_lines(out, err)
 
 
+def test_workflow_commands_in_a_span_name_print_as_one_inert_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = (DATA / "otel-console/fuzz_console_spans.txt").read_text()
+    span, end = json.JSONDecoder().raw_decode(text)
+    span["name"] = "llm\n::error title=pwn::owned\n::add-mask::abc"
+    span["attributes"]["gen_ai.response.time_to_first_token"] = "not a number"
+    head = tmp_path / "console_spans.txt"
+    head.write_text(json.dumps(span, indent=4) + text[end:])
+    code, out, err = _check(capsys, head, _budget(tmp_path))
+    _refused(code, out, err, head.name, "span 'llm\\n::error title=pwn::owned\\n::add-mask")
+    _no_command_lines(out, err)
+
+
 def test_one_line_escapes_every_control_character() -> None:
     assert one_line("a\nb\rc\td\x1b[31me\x85f\u2028g\u202eh\udcff") == (
         "a\\nb\\rc\\td\\x1b[31me\\x85f\\u2028g\\u202eh\\udcff"
@@ -419,16 +433,19 @@ def test_bom_cr_only_and_reversed_order_do_not_defeat_detection(
 # ------------------------------------------------------------------ one line, always
 
 
-def test_a_damaged_parquet_file_is_one_line(
+def test_a_damaged_parquet_footer_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """pyarrow's message for it ends in a newline (and a control character)."""
     buf = io.BytesIO()
     pq.write_table(pa.table({"total_ms": [1.0, 2.0, 3.0]}), buf)
-    data = buf.getvalue()
+    data = bytearray(buf.getvalue())
+    footer = int.from_bytes(data[-8:-4], "little")
+    data[len(data) - 8 - footer] = 0x0E  # the footer's first thrift field: a type that is none
     head = tmp_path / "head.parquet"
-    head.write_bytes(data[:8] + b"\n\x00" * 40 + data[-200:])
+    head.write_bytes(bytes(data))
     code, out, err = _check(capsys, head, _budget(tmp_path, "version: 1\nslo: {total: 500}\n"))
-    _refused(code, out, err, "head.parquet")
+    _refused(code, out, err, "head.parquet", "thrift", "\\x0e\\n")
 
 
 def test_ten_thousand_slices_mapped_with_column(
