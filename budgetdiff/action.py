@@ -14,7 +14,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from budgetdiff.errors import BudgetdiffError, UsageError
+from budgetdiff.errors import BUG_EXIT_CODE, BudgetdiffError, UsageError, bug_message
+from budgetdiff.render.text import one_line
 
 # input name -> the env var action.yml sets for it
 INPUTS = {
@@ -128,8 +129,11 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     try:
         argv, env = build(environ)
     except BudgetdiffError as exc:
-        print(f"budgetdiff: error: {exc}", file=sys.stderr)
+        print(f"budgetdiff: error: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
+    except Exception as exc:  # a bug, as in cli.main
+        print(f"budgetdiff: error: {one_line(bug_message(exc))}", file=sys.stderr)
+        return BUG_EXIT_CODE
     from budgetdiff.cli import main as cli_main
 
     return cli_main(argv, env)

@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from budgetdiff.errors import BudgetError
+from budgetdiff.table import MAX_MS
 
 FailKind = Literal[
     "breach",
@@ -55,7 +56,7 @@ def _fraction(value: object) -> object:
     return value
 
 
-Ms = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Ms = Annotated[float, Field(gt=0, le=MAX_MS, allow_inf_nan=False)]  # at most a day
 # What a user may write (the schema's view): a fraction, or a percentage string like '10%'.
 _FractionInput = Union[  # noqa: UP007 (a runtime type expression on Python 3.10)
     Annotated[float, Field(ge=0, lt=1)], Annotated[str, Field(pattern=_PERCENT.pattern)]
@@ -93,7 +94,9 @@ class Regression(_Strict):
     min_change: Fraction = Field(
         default=0.05, description="a smaller relative change never counts ('5%')"
     )
-    min_ms: float = Field(default=5.0, ge=0, description="nor a smaller absolute one, ms")
+    min_ms: float = Field(
+        default=5.0, ge=0, le=MAX_MS, description="nor a smaller absolute one, ms"
+    )
     confidence: float = Field(default=0.95, gt=0.5, lt=1)
     metrics: list[str] | None = Field(
         default=None,
@@ -108,8 +111,9 @@ class Budget(_Strict):
     """budgetdiff's budget file (`budget.yml`)."""
 
     version: Literal[1] = 1
+    # p1 to p99.99: beyond them 100 - p (or p) is lost to rounding and no interval exists
     percentile: float = Field(
-        default=95, gt=0, lt=100, description="budgets and SLOs are stated at this percentile"
+        default=95, ge=1, le=99.99, description="budgets and SLOs are stated at this percentile"
     )
     slo: Slo = Field(default_factory=Slo)
     slices: dict[
@@ -220,16 +224,7 @@ def _quoted_numbers(node: Any) -> Any:
 
 def parse_budget(text: str, source: str) -> Budget:
     """Parse YAML text into a Budget; every problem becomes one line `source:line: key: what`."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(text)
-        root = yaml.compose(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise BudgetError(f"{source}{where}: not valid YAML ({problem})") from None
+    data, root = _load_yaml(text, source)
     if data is None:
         raise BudgetError(
             f"{source}: the budget file is empty; run `budgetdiff schema` to see keys"
@@ -314,8 +309,9 @@ def _in_budget_words(err: Any, loc: list[str]) -> str:
         "less_than_equal": "at most",
     }
     if kind in bound:
-        limit = next(iter(ctx.values()), "")
-        return f"must be {bound[kind]} {limit:g}{unit}, not {shown}"
+        limit = float(next(iter(ctx.values()), 0))
+        said = f"{limit:,.0f}" if limit.is_integer() else f"{limit:g}"
+        return f"must be {bound[kind]} {said}{unit}, not {shown}"
     if kind.startswith(("float", "int", "finite")):
         example = {"percentile": "95", "confidence": "0.95"}.get(key, "4200")
         what = "a number" + (" of milliseconds" if unit else "")
@@ -323,6 +319,92 @@ def _in_budget_words(err: Any, loc: list[str]) -> str:
     if kind == "string_type":
         return f"must be a name (text), not {shown}"
     return str(err["msg"]).removeprefix("Value error, ")
+
+
+# A budget is a few keys two or three levels deep; anything far past that is not a budget, and
+# PyYAML's composer recurses once per level (10,000 levels would be a RecursionError).
+MAX_BUDGET_DEPTH = 20
+MAX_BUDGET_BYTES = 1 << 20
+# Digits of the longest integer literal read: Python refuses to parse more than 4,300, and no
+# budget value needs more than a few.
+MAX_INT_DIGITS = 30
+
+
+def _load_yaml(text: str, source: str) -> tuple[object, Any]:
+    """The document and its node tree, loaded safely: no Python objects, a bounded size and
+    depth, no key given twice (YAML would keep the last silently), no booleans (`ttft: true`
+    would be 1 ms) and no integer too long to convert."""
+    import yaml
+
+    if len(text) > MAX_BUDGET_BYTES:
+        raise BudgetError(
+            f"{source}: {len(text):,} characters is not a budget file; keep it "
+            f"under {MAX_BUDGET_BYTES:,}"
+        )
+
+    def fail(node: Any, what: str) -> BudgetError:
+        return BudgetError(f"{source}:{node.start_mark.line + 1}: {what}")
+
+    # libyaml when PyYAML has it: ten times faster on a budget of 10,000 slices
+    safe: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(safe):  # type: ignore[valid-type,misc]
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: set[str] = set()
+            for key, _ in node.value:
+                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
+                    if key.value in seen:
+                        raise fail(key, f"key {key.value!r} is given twice; keep one")
+                    seen.add(key.value)
+            return super().construct_mapping(node, deep)
+
+        def construct_yaml_bool(self, node: Any) -> Any:
+            raise fail(
+                node,
+                f"`{node.value}` reads as a boolean (true/false), which no budget key takes; "
+                "write a number, or quote it as text",
+            )
+
+        def construct_yaml_int(self, node: Any) -> Any:
+            if sum(c.isdigit() for c in node.value) > MAX_INT_DIGITS:
+                raise fail(node, f"an integer of {len(node.value):,} digits; write a plain number")
+            return super().construct_yaml_int(node)
+
+    Loader.add_constructor("tag:yaml.org,2002:bool", Loader.construct_yaml_bool)
+    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
+    try:
+        depth = 0
+        for token in yaml.scan(text, Loader=safe):
+            if isinstance(
+                token,
+                yaml.BlockMappingStartToken
+                | yaml.BlockSequenceStartToken
+                | yaml.FlowMappingStartToken
+                | yaml.FlowSequenceStartToken,
+            ):
+                depth += 1
+                if depth > MAX_BUDGET_DEPTH:
+                    raise BudgetError(
+                        f"{source}:{token.start_mark.line + 1}: nested more than "
+                        f"{MAX_BUDGET_DEPTH} levels deep; a budget is a few keys, see "
+                        "`budgetdiff schema`"
+                    )
+            elif isinstance(
+                token, yaml.BlockEndToken | yaml.FlowMappingEndToken | yaml.FlowSequenceEndToken
+            ):
+                depth -= 1
+        loader = Loader(text)
+        try:
+            root = loader.get_single_node()
+            data = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise BudgetError(f"{source}{where}: not valid YAML ({problem})") from None
+    return data, root
 
 
 def _line_of(node: Any, loc: list[str]) -> int | None:

@@ -8,12 +8,14 @@ import math
 import os
 import sys
 import tempfile
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
-from budgetdiff.errors import BudgetdiffError, InputError, UsageError
+from budgetdiff.errors import BUG_EXIT_CODE, BudgetdiffError, InputError, UsageError, bug_message
+from budgetdiff.render.text import one_line
 
 if TYPE_CHECKING:
     from budgetdiff.budget import Budget
@@ -63,10 +65,18 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.run(args, env, sys.stdout))
+        with warnings.catch_warnings():
+            # numpy's overflow and invalid-value warnings: every result is checked for
+            # non-finite values where it matters, and a warning would put lines before the
+            # one-line message of an exit 2
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return int(args.run(args, env, sys.stdout))
     except BudgetdiffError as e:
-        print(f"budgetdiff: error: {e}", file=sys.stderr)
+        print(f"budgetdiff: error: {one_line(str(e))}", file=sys.stderr)
         return e.exit_code
+    except Exception as e:  # not hidden: a bug, told apart from a verdict and from bad input
+        print(f"budgetdiff: error: {one_line(bug_message(e))}", file=sys.stderr)
+        return BUG_EXIT_CODE
 
 
 # ---- commands -------------------------------------------------------------------------------
@@ -628,16 +638,24 @@ class _Cmd:
     run: object
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line like every other exit 2 (the usage is in --help)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     from budgetdiff import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="budgetdiff",
         description="Latency budgets for LLM serving: base vs head benchmark results against "
         "an SLO budget.",
         epilog="example:\n  budgetdiff demo\n"
         "  budgetdiff compare --base base.csv --head head.csv --budget budget.yml\n\n"
-        "exit codes: 0 pass or warn, 1 a finding that fail_on names, 2 could not evaluate",
+        "exit codes: 0 pass or warn, 1 a finding that fail_on names, 2 could not evaluate, "
+        "3 a bug in budgetdiff",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"budgetdiff {__version__}")

@@ -413,6 +413,8 @@ def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | No
     common, ib, ih = np.intersect1d(a, b, assume_unique=False, return_indices=True)
     if len(common) < 0.9 * min(len(a), len(b)) or len(np.unique(a)) != len(a):
         return None
+    if len(np.unique(b)) != len(b):  # a repeated head id would pair one base request twice
+        return None
     return ib, ih
 
 

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import traceback
+
+# A crash inside budgetdiff is a bug, not bad input: its own exit code, never 1 (a failing
+# verdict) or 2 (bad input), and one line that says where to report it.
+BUG_EXIT_CODE = 3
+BUG_REPORT_URL = "https://github.com/budgetdiff/budgetdiff/issues"
+
 
 class BudgetdiffError(Exception):
     """An expected failure: the message says what, where and how to fix it."""
@@ -27,3 +34,19 @@ class GitError(BudgetdiffError):
 
 class PublishError(BudgetdiffError):
     """Publishing to GitHub failed; callers degrade this to a warning, never an exit code."""
+
+
+def bug_message(exc: BaseException) -> str:
+    """One line for an unexpected exception: what it is, where it was raised, where to report."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "budgetdiff" in f.filename.replace("\\", "/").split("/")[:-1]]
+    where = ours[-1] if ours else (frames[-1] if frames else None)
+    at = ""
+    if where is not None:
+        parts = where.filename.replace("\\", "/").split("/")
+        name = "/".join(parts[parts.index("budgetdiff") :]) if "budgetdiff" in parts else parts[-1]
+        at = f" at {name}:{where.lineno}"
+    return (
+        f"a bug in budgetdiff, not in your input ({type(exc).__name__}{at}: {exc}); please "
+        f"report it with this line and the command at {BUG_REPORT_URL}"
+    )

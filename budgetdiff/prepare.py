@@ -83,8 +83,8 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     else:
         ttft = None
 
-    if run.total is not None and slices:
-        rest = total - summed
+    if slices and (run.total is not None or UNATTRIBUTED in budget.slices):
+        rest = total - summed  # all zero without a measured total: the slices are all of it
         if UNATTRIBUTED in budget.slices:
             slices[UNATTRIBUTED] = np.clip(rest, 0.0, None)
         elif len(rest) and float(np.max(rest)) > material(total):
@@ -114,6 +114,12 @@ def prepare(run: Run, budget: Budget) -> Prepared:
             "tool" if run.tpot is not None else "decode" if "decode" in slices else "total - TTFT"
         )
         tokens = pick(run.output_tokens)
+        unknown = int(np.isnan(tokens).sum())
+        if 0 < unknown < len(tokens):
+            notes.append(
+                f"{run.source}: {unknown} succeeded request(s) have no output token count; "
+                "TPOT leaves them out"
+            )
         # a tool's own per-request TPOT (inference-perf) wins: the numbers then match its summary
         tpot = _tpot(tokens, slices, total, ttft) if run.tpot is None else pick(run.tpot)
         metrics["tpot"] = tpot[np.isfinite(tpot) & (tokens > 1)]
@@ -266,6 +272,16 @@ def _run_notes(run: Run, unordered: bool) -> list[str]:
             f"{run.source}: {clipped:g} requests had a server TTFT above the client's (clocks "
             f"disagree by up to {most} ms); their network time is counted as 0"
         )
+    if run.request_id is not None and run.n > 1:
+        ids = run.request_id.astype(str)
+        ids = ids[ids != ""]
+        repeated = len(ids) - len(np.unique(ids))
+        if repeated:
+            notes.append(
+                f"{run.source}: {repeated} request(s) repeat the id of another request (or "
+                "span); each is counted as a request of its own, and requests are not paired "
+                "by id"
+            )
     if unordered and run.start_time is not None and np.isnan(run.start_time).any():
         notes.append(
             f"{run.source}: start_time is missing for some requests; row order is "

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from budgetdiff.errors import InputError
+
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
@@ -20,6 +22,16 @@ KNOWN_SLICES = ("network", "gateway", "queue", "prefill", "first_token", "decode
 UNATTRIBUTED = "unattributed"
 # Per-request metrics (not slices) a run may carry.
 METRICS = ("ttft", "total", "itl", "tpot")
+
+# Plausible bounds. A value past them is a unit mix-up, a corrupt file or a hostile one; it is
+# refused where the readers hand over their runs, so no computation ever sees it (1e200 ms
+# would overflow a variance, 2^63 ms a sum).
+MAX_MS = 86_400_000.0  # a day: no request of a benchmark takes longer
+MAX_COUNT = 1e12  # requests, tokens
+MAX_SECONDS = 1e11  # a start time or a duration (epoch seconds reach 1.8e9)
+# Counts a reader may keep beside the table (failed requests of an aggregate, the run's
+# concurrency): the same bound, since the judge computes rates and intervals from them.
+_META_COUNTS = ("failures", "incomplete", "unmatched", "num_prompts", "concurrency", "scrapes")
 
 
 @dataclass(frozen=True)
@@ -97,3 +109,60 @@ class Run:
         names += [k for k in self.summary if k not in names]
         names += [k for k in self.histograms if k not in names]
         return names
+
+
+def check_bounds(run: Run) -> None:
+    """Refuse a run holding a value no benchmark produces (see MAX_MS, MAX_COUNT): one
+    InputError naming the file, the field and the request, never a silently absurd report."""
+    ok = run.succeeded
+
+    def refuse(field: str, row: int | None, value: float, what: str) -> InputError:
+        where = f" of request #{row + 1}" if row is not None else ""
+        return InputError(f"{run.source}: {field}{where} is {value:g}, {what}")
+
+    latency = "more than a day in ms; check the unit (a slice's `unit: s|ms|us`) or the file"
+    for name, values in [*run.slices.items(), ("ttft", run.ttft), ("total", run.total)]:
+        if values is not None and len(values):
+            bad = ok & np.isfinite(values) & (np.abs(values) > MAX_MS)
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                raise refuse(name, row, float(values[row]), latency)
+    if run.itl is not None and len(run.itl.values):
+        gaps = run.itl.values
+        mine = np.repeat(ok, np.diff(run.itl.offsets))  # the gaps of succeeded requests
+        bad = mine & np.isfinite(gaps) & (np.abs(gaps) > MAX_MS)
+        if bad.any():
+            at = int(np.flatnonzero(bad)[0])
+            row = int(np.searchsorted(run.itl.offsets, at, side="right")) - 1
+            raise refuse("an inter-token gap", row, float(gaps[at]), latency)
+    for name, values in (("input_tokens", run.input_tokens), ("output_tokens", run.output_tokens)):
+        if values is not None and len(values):
+            with np.errstate(invalid="ignore"):
+                bad = ok & (np.isinf(values) | (values < 0) | (values > MAX_COUNT))
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                raise refuse(
+                    name, row, float(values[row]), "not a token count (0 to 10^12, or empty)"
+                )
+    if run.start_time is not None and len(run.start_time):
+        bad = np.isfinite(run.start_time) & (np.abs(run.start_time) > MAX_SECONDS)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise refuse("start_time", row, float(run.start_time[row]), "not a time in seconds")
+    if run.duration_s is not None and (run.duration_s < 0 or run.duration_s > MAX_SECONDS):
+        raise refuse("the duration", None, run.duration_s, "not a benchmark's duration (s)")
+    if run.summary_count is not None and not 0 <= run.summary_count <= MAX_COUNT:
+        raise refuse("the request count", None, run.summary_count, "not a count (0 to 10^12)")
+    for key in _META_COUNTS:
+        value = run.meta.get(key)
+        if isinstance(value, int | float) and not 0 <= value <= MAX_COUNT:
+            raise refuse(f"the {key} count", None, value, "not a count (0 to 10^12)")
+    for name, by_pct in run.summary.items():
+        for pct, value in by_pct.items():
+            if np.isfinite(value) and abs(value) > MAX_MS:
+                raise refuse(f"{name} at p{pct:g}", None, value, latency)
+    for name, hist in run.histograms.items():
+        counts = hist.counts
+        if len(counts) and not (np.isfinite(counts) & (counts >= 0) & (counts <= MAX_COUNT)).all():
+            value = float(counts[~(np.isfinite(counts) & (counts >= 0) & (counts <= MAX_COUNT))][0])
+            raise refuse(f"the {name} histogram's count", None, value, "not a count (0 to 10^12)")

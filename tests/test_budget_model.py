@@ -288,4 +288,4 @@ def test_a_budgeted_unattributed_slice_without_a_measured_total_is_0_ms(
     assert code == 0 and "Traceback" not in err, err
     code, out, err = run(["rebudget", "--head", str(h), "--budget", str(budget)], capsys)
     assert code == 0, err
-    assert re.search(r"unattributed +– +– +20\.0 -> +1 ", out), out
+    assert re.search(r"unattributed +0\.00 +0\.00 +20\.0 -> +1 ", out), out

@@ -37,7 +37,7 @@ BAD_BUDGETS = [
     (
         "percentile 120",
         BUDGET.replace("percentile: 95", "percentile: 120"),
-        ("budget.yml:2", "percentile", "less than 100"),
+        ("budget.yml:2", "percentile", "must be at most 99.99"),
     ),
     ("not yaml", "slo: [unclosed", ("budget.yml", "not valid YAML")),
 ]

@@ -340,7 +340,7 @@ def test_a_misspelt_key_names_the_likely_one(
         ("slo: {ttft: fast}", "slo.ttft: must be a number of milliseconds, e.g. `ttft: 4200`"),
         ("slo: 900", "slo: must be a mapping of keys"),
         ("fail_on: breach", "fail_on: must be a list, e.g. `fail_on: [breach, regression]`"),
-        ("percentile: 100", "percentile: must be less than 100, not 100"),
+        ("percentile: 100", "percentile: must be at most 99.99, not 100"),
         ("headroom: 150%", "headroom: write a percentage from 0% to under 100%"),
         ("slices: {a: {budget: 3, unit: min}}", "slices.a.unit: 'min' is not one of ms, s, us"),
     ],

@@ -8,7 +8,7 @@ from types import ModuleType
 
 from budgetdiff.errors import InputError, UsageError
 from budgetdiff.formats import ReadOptions
-from budgetdiff.table import Run
+from budgetdiff.table import Run, check_bounds
 
 # Most specific first: the native table reader accepts any table, so it comes last.
 FORMATS = (
@@ -48,6 +48,7 @@ SCHEMAS = {
     "prometheus": "text exposition",
     "native": "table",
 }
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def names() -> list[str]:
@@ -62,7 +63,11 @@ def module(name: str) -> ModuleType:
 
 
 def detect(data: bytes, source: str, options: ReadOptions) -> ModuleType:
+    # Old-Mac line ends (CR alone) must not hide a format that its reader reads from the
+    # sniffer, which looks at lines (the byte-order mark is gone already, see `read`).
     head = data[:SNIFF_BYTES]
+    if b"\r" in head and b"\n" not in head:
+        head = head.replace(b"\r", b"\n")
     for name in FORMATS:
         mod = module(name)
         if mod.sniff(head, source):
@@ -94,6 +99,7 @@ _MALFORMED = (
 
 
 def read(data: bytes, source: str, fmt: str, options: ReadOptions) -> list[Run]:
+    data = data.removeprefix(UTF8_BOM)  # Windows tools write one; no format has a use for it
     mod = detect(data, source, options) if fmt == "auto" else module(fmt)
     try:
         runs: list[Run] = mod.read(data, source, options)
@@ -105,6 +111,8 @@ def read(data: bytes, source: str, fmt: str, options: ReadOptions) -> list[Run]:
         ) from None
     if not runs:
         raise InputError(f"{source}: {mod.NAME}: the file holds no runs")
+    for run in runs:  # one place for every reader: no computation sees an absurd value
+        check_bounds(run)
     return [_stamped(r, mod.NAME) for r in runs]
 
 

@@ -27,13 +27,22 @@ TTFT = "gen_ai.response.time_to_first_token"
 TOTAL = "gen_ai.response.total_latency"
 PROMPT_TOKENS = ("gen_ai.usage.prompt_tokens", "gen_ai.usage.input_tokens")
 COMPLETION_TOKENS = ("gen_ai.usage.completion_tokens", "gen_ai.usage.output_tokens")
-_SPAN = re.compile(rb'^\s*\{\s*"name"\s*:[^\n]*\n\s*"context"\s*:\s*\{\s*"trace_id"\s*:\s*"0x')
+# In any key order (a span written by another JSON encoder, or its keys reversed): an object
+# whose context has the SDK's `0x` hex trace and span ids.
+_SPAN = re.compile(rb'^\s*\{\s*"')
+_TRACE_ID = re.compile(rb'"trace_id"\s*:\s*"0x[0-9a-f]')
+_SPAN_ID = re.compile(rb'"span_id"\s*:\s*"0x[0-9a-f]')
 
 
 def sniff(head: bytes, name: str) -> bool:
-    """`to_json()` of an SDK span: `"name"`, then `"context": {"trace_id": "0x..."`, and the
+    """`to_json()` of an SDK span: an object with `"context": {"trace_id": "0x..."`, and the
     LLM attributes somewhere in the first spans."""
-    return _SPAN.search(head) is not None and TTFT.encode() in head
+    return (
+        _SPAN.match(head) is not None
+        and _TRACE_ID.search(head) is not None
+        and _SPAN_ID.search(head) is not None
+        and TTFT.encode() in head
+    )
 
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:

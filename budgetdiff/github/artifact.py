@@ -17,6 +17,8 @@ MAX_ARCHIVE_BYTES = 50 * 1024 * 1024
 MAX_TOTAL_BYTES = 50 * 1024 * 1024
 MAX_FILE_BYTES = 50 * 1024 * 1024
 MAX_FILES = 32
+MAX_NAME_BYTES = 255  # one path component, as most file systems allow
+MAX_PATH_CHARS = 1024
 # Results files only: a budget, a script or a workflow has no business in a results artifact.
 DATA_SUFFIXES = frozenset(
     {".csv", ".tsv", ".json", ".jsonl", ".ndjson", ".parquet", ".txt", ".prom", ".md"}
@@ -148,6 +150,13 @@ def _safe_name(name: str, what: str) -> PurePosixPath:
         or ":" in path.parts[0]
     ):
         raise InputError(f"{what}: entry {name!r} is not a plain relative path; refusing it")
+    if len(name) > MAX_PATH_CHARS or any(
+        len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES for part in path.parts
+    ):
+        raise InputError(
+            f"{what}: entry {name[:80]!r}... has a name too long for a file system "
+            f"(over {MAX_NAME_BYTES} bytes a part); upload the results under short names"
+        )
     return path
 
 
@@ -158,6 +167,8 @@ def extract(data: bytes, dest: Path, what: str, limits: Limits = Limits()) -> Pa
     """
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
+    except UnicodeDecodeError:  # the UTF-8 flag on a name that is not UTF-8
+        raise InputError(f"{what}: an entry's name is not the UTF-8 it claims to be") from None
     except zipfile.BadZipFile:
         raise InputError(f"{what}: not a zip archive") from None
     with archive:
@@ -181,12 +192,29 @@ def extract(data: bytes, dest: Path, what: str, limits: Limits = Limits()) -> Pa
             if info.flag_bits & 0x1:
                 raise InputError(f"{what}: entry {info.filename!r} is encrypted")
             plan.append((info, path))
+        _no_clashes([path for _, path in plan], what)
         dest.mkdir(parents=True, exist_ok=True)
         try:
             _write(archive, plan, dest.resolve(), what, limits)
         except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
             raise InputError(f"{what}: damaged or unsupported zip ({exc})") from None
     return dest
+
+
+def _no_clashes(paths: list[PurePosixPath], what: str) -> None:
+    """No two entries at one path, and no entry both a file and a folder (`x.csv` and
+    `x.csv/y.csv`), whatever their order: one would overwrite the other or fail half-way."""
+    seen: set[PurePosixPath] = set()
+    folders = {parent for path in paths for parent in path.parents}
+    for path in paths:
+        if path in seen:
+            raise InputError(f"{what}: entry {str(path)!r} appears twice; refusing the artifact")
+        if path in folders:
+            raise InputError(
+                f"{what}: entry {str(path)!r} is both a file and a folder of other entries; "
+                "refusing the artifact"
+            )
+        seen.add(path)
 
 
 def _write(

@@ -6,7 +6,10 @@ from __future__ import annotations
 import re
 
 MAX_NAME = 60
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]+")
+# Control characters, line and paragraph separators, bidirectional overrides, and lone
+# surrogates (a file name's undecodable bytes), which no output stream can encode.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]+")
+_CONTROL_CHAR = re.compile(_CONTROL.pattern.removesuffix("+"))
 # Every character that can start markup, a table cell, an HTML tag or entity, or a mention.
 _MARKDOWN = {c: f"&#{ord(c)};" for c in "&<>|`\\*_~[]"}
 # GitHub links mentions and issue references in the rendered text, entities decoded: a
@@ -15,6 +18,27 @@ _MARKDOWN.update({"@": "&#64;&#8203;", "#": "&#35;&#8203;"})
 _MD_RE = re.compile("[" + re.escape("".join(_MARKDOWN)) + "]")
 # GFM turns `https://...` and `www.` into links in plain text too: break the pattern.
 _AUTOLINK = re.compile(r"(?i)(://|www\.)")
+
+
+# A message line that repeats input text: longer than this is cut (a file name, a key, a value
+# list of 10,000 columns would otherwise make one line of megabytes).
+MESSAGE_MAX = 1000
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def one_line(text: str, limit: int = MESSAGE_MAX) -> str:
+    """A message for stderr or a CI log, inert whatever input text it repeats: one line, every
+    control character shown as an escape (`\\n`, `\\x1b`) rather than acted on, so that no
+    line of it can start `::` (a workflow command to the runner) or move the cursor."""
+
+    def escape(m: re.Match[str]) -> str:
+        c = m.group(0)
+        return _ESCAPES.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+    s = _CONTROL_CHAR.sub(escape, text).strip()
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    return s
 
 
 def plain(text: str, limit: int | None = MAX_NAME) -> str:
