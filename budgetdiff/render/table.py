@@ -60,7 +60,9 @@ def render_table(report: Report) -> str:
             if a is not None:
                 out.append(
                     f"attainment {name}: {a.good}/{a.total} requests met every target "
-                    f"({pct(a.pct)} [{a.ci_pct[0]:.1f}, {a.ci_pct[1]:.1f}])"
+                    f"({pct(a.pct)} [{a.ci_pct[0]:.1f}, {a.ci_pct[1]:.1f}]"
+                    + (f", effective n {a.effective_n:,}" if a.effective_n is not None else "")
+                    + ")"
                 )
     return "\n".join(out) + "\n"
 
