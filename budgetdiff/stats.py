@@ -186,10 +186,17 @@ def _runs_z(above: BoolArray) -> float:
     standard normal for independent requests, large and positive when neighbours in arrival
     order look alike (the runs test around the median)."""
     n = above.size
-    s = above.astype(np.float64)
-    s -= s.mean()
-    ss = float(s @ s)
-    return 0.0 if n < 3 or ss == 0.0 else float(s[:-1] @ s[1:]) / ss * math.sqrt(n)
+    if n < 3:
+        return 0.0
+    k = int(np.count_nonzero(above))
+    m = k / n
+    ss = n * m * (1.0 - m)  # sum of (s - m)^2, from counts: no float copy of n values
+    if ss == 0.0:
+        return 0.0
+    both = int(np.count_nonzero(above[:-1] & above[1:]))
+    first, last = int(above[0]), int(above[-1])
+    cross = both - m * ((k - last) + (k - first)) + (n - 1) * m * m
+    return cross / ss * math.sqrt(n)
 
 
 @dataclass(frozen=True)
