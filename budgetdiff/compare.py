@@ -145,6 +145,10 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
         raw.append(("slice", s, base_parts.get(s) if base else None, head_parts[s]))
 
     tested = [i for i, r in enumerate(raw) if r[2] is not None and r[3] is not None]
+    floors = {
+        i: 0.0 if raw[i][1] in PER_TOKEN and raw[i][0] == "slo" else budget.regression.min_ms
+        for i in tested
+    }
     changes: dict[int, stats.Change] = {}
     for i in tested:
         kind, name, b, h = raw[i]
@@ -158,11 +162,9 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
             family_size=len(tested),
             pairs=row_pairs,
             also=_others(p),
+            min_change=budget.regression.min_change,
+            min_ms=floors[i],
         )
-    floors = {
-        i: 0.0 if raw[i][1] in PER_TOKEN and raw[i][0] == "slo" else budget.regression.min_ms
-        for i in tested
-    }
     decided = stats.decide(
         [changes[i] for i in tested],
         min_change=budget.regression.min_change,

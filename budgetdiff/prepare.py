@@ -32,7 +32,7 @@ class Prepared:
     request_id: np.ndarray | None
     requests: int  # all requests, failed included
     failed: int
-    good: np.ndarray | None = None  # per request (all of them): met every per-request target
+    good: np.ndarray | None = None  # per request (all, arrival order): met every target
     duration_s: float | None = None  # benchmark time: the input's, or first start to last end
     notes: tuple[str, ...] = field(default_factory=tuple)
     held_to: tuple[str, ...] = ()  # the SLO targets `good` holds each request to
@@ -144,6 +144,8 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     notes += _run_notes(run, order is None and run.start_time is not None)
     rid = pick(run.request_id) if run.request_id is not None else None
     good, held_to, why = _good(run, budget, kept, metrics, slices)
+    if good is not None and order is not None:
+        good = good[order]  # arrival order: attainment's interval reads its autocorrelation
     if why:
         notes.append(why)
     duration = run.duration_s

@@ -30,12 +30,22 @@ IntArray = npt.NDArray[np.intp]
 _STD_NORMAL = NormalDist()
 # Power the minimum detectable effect is stated at.
 MDE_POWER = 0.8
-# Autocorrelation: the batch-means inflation factor f is applied only when it exceeds
-# 1 + AUTOCORR_C * sqrt(2 / (blocks - 1)), i.e. when it is above what independent requests give
-# by chance (the estimate of f on independent data is ~ chi2(blocks-1)/(blocks-1)). Chosen by
-# simulation (tests/test_stats_simulation.py, docs/statistics.md).
-AUTOCORR_C = 2.0
+# Autocorrelation in arrival order is applied when either test finds it (each at a strict level,
+# so that a report of ~7 rows x 2 runs of independent requests rarely says "autocorrelated"):
+# the runs test around the median (lag-1 autocorrelation of "above the median" times sqrt(n),
+# one-sided; it finds mild AR(1) correlation, phi 0.3, that the batch means cannot), or the batch
+# means of the tail indicator above 1 + AUTOCORR_C * sqrt(2 / (blocks - 1)) (correlation
+# that is long but weak from one request to the next). Chosen by simulation
+# (tests/test_stats_simulation.py, docs/statistics.md).
+AUTOCORR_Z = 3.5
+AUTOCORR_C = 4.0
 MIN_BLOCKS = 8
+# Degrees of freedom of the sparsity estimate (the slope of the order statistics across the
+# band), per rank in the band. Chosen by simulation: with the normal reference (inf) about 5%
+# of independent A/A reports of 7 rows flag a row; with 2 it is 3.9% (4,000 reports,
+# lognormal, n = 1,000) and the power for a 15% shift stays at 80%; 1 (about the chi-square
+# count of the spacings, which ignores the estimate's upward bias) costs 2-3 points of power.
+SPARSITY_DF_PER_RANK = 2.0
 
 
 def _z(prob: float) -> float:
@@ -43,8 +53,43 @@ def _z(prob: float) -> float:
     return _STD_NORMAL.inv_cdf(prob)
 
 
-def _two_sided_p(z: float) -> float:
-    return math.erfc(abs(z) / math.sqrt(2.0))
+def t_two_sided_p(t: float, df: float) -> float:
+    """Two-sided p-value of Student's t with `df` degrees of freedom (normal when df is inf)."""
+    if math.isinf(df):
+        return math.erfc(abs(t) / math.sqrt(2.0))
+    return betainc(0.5 * df, 0.5, df / (df + t * t))
+
+
+def t_quantile(prob: float, df: float) -> float:
+    """Student's t quantile: the Cornish-Fisher expansion in z (Abramowitz-Stegun 26.7.5), then
+    Newton steps on the exact distribution function (`betainc`)."""
+    z = _z(prob)
+    if math.isinf(df) or prob == 0.5:
+        return z
+    g1 = (z**3 + z) / 4.0
+    g2 = (5 * z**5 + 16 * z**3 + 3 * z) / 96.0
+    g3 = (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384.0
+    g4 = (79 * z**9 + 776 * z**7 + 1482 * z**5 - 1920 * z**3 - 945 * z) / 92160.0
+    t = z + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
+    log_norm = math.lgamma(0.5 * (df + 1)) - math.lgamma(0.5 * df) - 0.5 * math.log(df * math.pi)
+    for _ in range(20):
+        upper = 0.5 * betainc(0.5 * df, 0.5, df / (df + t * t))  # P(T > |t|)
+        cdf = 1.0 - upper if t > 0 else upper
+        pdf = math.exp(log_norm - 0.5 * (df + 1) * math.log1p(t * t / df))
+        step = (cdf - prob) / pdf
+        t -= step
+        if abs(step) < 1e-9 * max(1.0, abs(t)):
+            break
+    return t
+
+
+def welch_df(v1: float, df1: float, v2: float, df2: float) -> float:
+    """Welch-Satterthwaite degrees of freedom of v1 + v2, each variance estimated with its own
+    degrees of freedom (inf: treated as known)."""
+    denom = (v1 * v1 / df1 if not math.isinf(df1) else 0.0) + (
+        v2 * v2 / df2 if not math.isinf(df2) else 0.0
+    )
+    return math.inf if denom <= 0.0 else (v1 + v2) ** 2 / denom
 
 
 def percentile(x: FloatArray, p: float) -> float:
@@ -81,7 +126,7 @@ class Change:
     delta_pct: float | None  # 100*delta/base, None if base == 0
     ci: tuple[float, float] | None  # interval of delta at `confidence` (unadjusted), ms
     p_value: float | None  # two-sided, unadjusted; None when inconclusive
-    mde_pct: float | None  # smallest relative change detectable with 80% power at Holm's level
+    mde_pct: float | None  # smallest relative change flagged with 80% chance, all rules included
     needed: int | None  # requests per side needed for a finite interval at p, when too few
     paired: bool
     note: str | None  # caveat as data
@@ -97,7 +142,9 @@ class _Side:
     se: float
     indicator: BoolArray  # I(x <= value), in the order given
     inflation: float  # autocorrelation variance factor applied (1.0 when none)
+    df: float = math.inf  # degrees of freedom of se (Student-t reference)
     tied: bool = False  # values repeat around the percentile (quantised data)
+    tick: float = 0.0  # when tied: the step between neighbouring values there (clock tick)
     others: tuple[float, ...] = ()  # the `also` percentiles
 
 
@@ -107,33 +154,76 @@ def _lerp(a: float, b: float, t: float) -> float:
     return b - diff * (1.0 - t) if t >= 0.5 else a + diff * t
 
 
-def _autocorrelation_factor(indicator: BoolArray) -> float:
-    """Variance inflation of the mean of `indicator` from batch means (1.0 when not detected).
-
-    Detection: non-overlapping batches of b = floor(sqrt(n)); the factor is used only when it
-    exceeds 1 + AUTOCORR_C * sqrt(2 / (blocks - 1)). Once detected, batches are merged in pairs
-    (2b, 4b, ... while at least MIN_BLOCKS remain) and the largest factor is used, so that
-    correlation lasting longer than sqrt(n) requests (load regimes) is not missed.
-    """
+def _batch_means(indicator: BoolArray) -> tuple[FloatArray, int, float] | None:
+    """Non-overlapping batch means of `indicator` in batches of b = floor(sqrt(n)) requests,
+    with b and m(1 - m) for the overall mean m; None when there are too few batches or the
+    indicator is constant."""
     n = indicator.size
     b = max(1, math.isqrt(n))
     blocks = n // b
-    if b < 2 or blocks < 4:
-        return 1.0
+    if b < 2 or blocks < MIN_BLOCKS:
+        return None
     means = indicator[: blocks * b].reshape(blocks, b).mean(axis=1)
     m = float(means.mean())
-    if m <= 0.0 or m >= 1.0:
-        return 1.0
-    scale = m * (1.0 - m)
-    f = b * float(means.var(ddof=1)) / scale
-    if f <= 1.0 + AUTOCORR_C * math.sqrt(2.0 / (blocks - 1)):
-        return 1.0
+    return None if m <= 0.0 or m >= 1.0 else (means, b, m * (1.0 - m))
+
+
+def _merged_factors(means: FloatArray, b: int, scale: float) -> list[tuple[float, int]]:
+    """(variance factor, batches) at b, then with batches merged in pairs (2b, 4b, ...) while
+    at least MIN_BLOCKS remain, so that correlation longer than sqrt(n) requests (load regimes)
+    is not missed."""
+    out = [(b * float(means.var(ddof=1)) / scale, means.size)]
     while means.size >= 2 * MIN_BLOCKS:
         even = means.size - means.size % 2
         means = 0.5 * (means[0:even:2] + means[1:even:2])
         b *= 2
-        f = max(f, b * float(means.var(ddof=1)) / scale)
-    return f
+        out.append((b * float(means.var(ddof=1)) / scale, means.size))
+    return out
+
+
+def _runs_z(above: BoolArray) -> float:
+    """Lag-1 autocorrelation of `above` (a request above the median) times sqrt(n): about
+    standard normal for independent requests, large and positive when neighbours in arrival
+    order look alike (the runs test around the median)."""
+    n = above.size
+    if n < 3:
+        return 0.0
+    k = int(np.count_nonzero(above))
+    m = k / n
+    ss = n * m * (1.0 - m)  # sum of (s - m)^2, from counts: no float copy of n values
+    if ss == 0.0:
+        return 0.0
+    both = int(np.count_nonzero(above[:-1] & above[1:]))
+    first, last = int(above[0]), int(above[-1])
+    cross = both - m * ((k - last) + (k - first)) + (n - 1) * m * m
+    return cross / ss * math.sqrt(n)
+
+
+@dataclass(frozen=True)
+class _Autocorr:
+    """Variance inflation of a share's mean from correlation in arrival order."""
+
+    factor: float  # 1.0 when none is detected
+    df: float  # degrees of freedom of the factor's estimate; inf when none is applied
+
+
+_INDEPENDENT = _Autocorr(1.0, math.inf)
+
+
+def _autocorrelation(indicator: BoolArray, above_median: BoolArray) -> _Autocorr:
+    """The batch-means variance factor of the mean of `indicator`, applied only when arrival
+    order is detected to matter (see AUTOCORR_Z / AUTOCORR_C); its degrees of freedom are the
+    batches' minus one, so the caller can use a Student-t reference."""
+    batches = _batch_means(indicator)
+    if batches is None:
+        return _INDEPENDENT
+    means, b, scale = batches
+    f0 = b * float(means.var(ddof=1)) / scale
+    strict = 1.0 + AUTOCORR_C * math.sqrt(2.0 / (means.size - 1))
+    if f0 <= strict and _runs_z(above_median) <= AUTOCORR_Z:
+        return _INDEPENDENT
+    f, blocks = max(_merged_factors(means, b, scale))
+    return _Autocorr(f, blocks - 1.0) if f > 1.0 else _INDEPENDENT
 
 
 def _linear_ranks(n: int, p: float) -> tuple[int, int, float]:
@@ -164,29 +254,42 @@ def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()
     lr = min(max(math.floor(k - h), 1), n) - 1
     ur = min(max(math.ceil(k + h), 1), n) - 1
     extra = [_linear_ranks(n, a) for a in also]
-    part = np.partition(x, sorted({lo, hi, lr, ur, *(r for e in extra for r in e[:2])}))
+    mid = (n - 1) // 2
+    part = np.partition(x, sorted({lo, hi, lr, ur, mid, *(r for e in extra for r in e[:2])}))
     value = _lerp(float(part[lo]), float(part[hi]), virtual - lo)
     others = tuple(_lerp(float(part[a]), float(part[b]), t) for a, b, t in extra)
     # n >= needed_for_interval keeps h > 0.5 rank, so ur > lr.
     se = (float(part[ur]) - float(part[lr])) / max(ur - lr, 1) * sd_rank
     indicator = x <= value
-    inflation = _autocorrelation_factor(indicator)
+    auto = _autocorrelation(indicator, x > float(part[mid]))
+    # Degrees of freedom of se: the sparsity estimate's and the autocorrelation factor's when
+    # one is applied (the squared coefficients of variation of a product add up).
+    df = 1.0 / (1.0 / (SPARSITY_DF_PER_RANK * max(ur - lr, 1)) + 1.0 / auto.df)
     return _Side(
         value,
-        se * math.sqrt(inflation),
+        se * math.sqrt(auto.factor),
         indicator,
-        inflation,
-        _tied(x, float(part[lr]), float(part[ur]), ur - lr + 1),
+        auto.factor,
+        df,
+        *_tied(x, float(part[lr]), float(part[ur]), ur - lr + 1),
         others,
     )
 
 
-def _tied(x: FloatArray, low: float, high: float, ranks: int) -> bool:
+def _tied(x: FloatArray, low: float, high: float, ranks: int) -> tuple[bool, float]:
     """Quantised data (whole milliseconds, a coarse clock): far fewer distinct values than
     ranks in the band. There the slope of the band says nothing about how far the percentile
-    can jump (a whole step), and the interval method would flag noise."""
-    band = x[(x >= low) & (x <= high)]
-    return int(np.unique(band).size) * 2 < ranks
+    can jump (a whole step), and the interval method would flag noise. Also the step: the
+    smallest gap between distinct values in the band, or next to it when the band is one value."""
+    band = np.unique(x[(x >= low) & (x <= high)])
+    if band.size * 2 >= ranks:
+        return False, 0.0
+    if band.size > 1:
+        return True, float(np.diff(band).min())
+    below, above = x[x < low], x[x > high]
+    gaps = [low - float(below.max())] if below.size else []
+    gaps += [float(above.min()) - high] if above.size else []
+    return True, min(gaps, default=0.0)
 
 
 def _exceedance_z(base: FloatArray, head: FloatArray, p: float, inflation: float) -> float:
@@ -204,6 +307,17 @@ def _exceedance_z(base: FloatArray, head: FloatArray, p: float, inflation: float
     second = (np.count_nonzero(pool > q) + 0.25 * np.count_nonzero(pool == q)) / (nb + nh)
     var = (second - mean * mean) * (1.0 / nb + 1.0 / nh) * inflation
     return 0.0 if var <= 0.0 else (score(head) / nh - score(base) / nb) / math.sqrt(var)
+
+
+def _above_base_z(b: _Side, h: _Side, head: FloatArray, p: float) -> float:
+    """The quantile test: z of the share of head requests above base's p-th percentile (1/2 at
+    it) against 1 - p. Its variance adds head's sampling and base's percentile's, each times its
+    run's autocorrelation factor: q(1 - q) (f_h / n_h + f_b / n_b)."""
+    q = p / 100.0
+    nh, nb = head.size, b.indicator.size
+    above = np.count_nonzero(head > b.value) + 0.5 * np.count_nonzero(head == b.value)
+    var = (h.inflation / nh + b.inflation / nb) / 4.0
+    return (math.asin(math.sqrt(above / nh)) - math.asin(math.sqrt(1.0 - q))) / math.sqrt(var)
 
 
 def _paired_rho(b: _Side, h: _Side, pairs: tuple[IntArray, IntArray]) -> float:
@@ -244,12 +358,15 @@ def compare_percentile(
     family_size: int = 1,
     pairs: tuple[IntArray, IntArray] | None = None,
     also: Sequence[float] = (),
+    min_change: float = 0.0,
+    min_ms: float = 0.0,
 ) -> Change:
     """Compare the p-th percentile of head with base.
 
     `base` / `head`: per-request values in arrival order, no NaN. `pairs`: index arrays (ib, ih)
-    with base[ib[k]] and head[ih[k]] the same request (paired analysis). `family_size`: rows
-    tested in the report, used only for the minimum detectable effect.
+    with base[ib[k]] and head[ih[k]] the same request (paired analysis). `family_size`,
+    `min_change`, `min_ms`: the rows tested in the report and the size rules of `decide`, used
+    only for the minimum detectable effect.
     """
     if not 0.0 < p < 100.0:
         raise ValueError(f"percentile must be in (0, 100), got {p}")
@@ -291,29 +408,34 @@ def compare_percentile(
         rho = _paired_rho(sb, sh, pairs)
         var -= 2.0 * rho * sb.se * sh.se
     se = math.sqrt(max(var, 0.0))
-    zc = _z((1.0 + confidence) / 2.0)
+    # Student-t reference: an autocorrelation factor from a few batch means is an estimate
+    df = welch_df(sb.se**2, sb.df, sh.se**2, sh.df)
+    tc = t_quantile((1.0 + confidence) / 2.0, df)
     note = _autocorr_note(sb, sh)
     if sb.tied or sh.tied:
         # quantised values: test the tail by exceedance, and size the interval from that test
         z = _exceedance_z(base, head, p, max(sb.inflation, sh.inflation))
         agree = z * delta > 0.0
-        p_value = _two_sided_p(z) if agree else 1.0
+        p_value = t_two_sided_p(z, df) if agree else 1.0
         if agree:
             se = max(se, abs(delta) / abs(z))
-        elif delta != 0.0:
-            se = max(se, abs(delta) / zc)  # the interval must reach 0: the tail did not move
+        else:  # the interval must reach 0, and the percentile can move a whole tick
+            se = max(se, abs(delta) / tc, max(sb.tick, sh.tick) / tc)
         note = "values repeat around the percentile (quantised): tested by exceedance"
     elif se > 0.0:
-        p_value = _two_sided_p(delta / se)
+        p_value = t_two_sided_p(delta / se, df)
+        if sb.inflation > 1.0 or sh.inflation > 1.0:
+            # A burst of slow requests can make a run's whole tail one event: se says so, and
+            # the interval is wide. Whether the tail moved is also asked of every head request
+            # (the quantile test); the smaller p-value, doubled (Bonferroni), keeps the level.
+            z = _above_base_z(sb, sh, head, p)
+            p_tail = t_two_sided_p(z, df) if z * delta > 0.0 else 1.0
+            p_value = min(1.0, 2.0 * min(p_value, p_tail))
     else:  # every value in both bands tied: the distribution-free intervals are single points
         p_value = 1.0 if delta == 0.0 else 0.0
         note = "tied values around the percentile: interval of zero width"
-    ci = (delta - zc * se, delta + zc * se)
-    alpha = 1.0 - confidence
-    mde: float | None = None
-    if sb.value != 0.0:
-        zm = _z(1.0 - alpha / (2.0 * max(family_size, 1))) + _z(MDE_POWER)
-        mde = 100.0 * zm * se / abs(sb.value)
+    ci = (delta - tc * se, delta + tc * se)
+    mde = _mde_pct(sb, sh, se, df, 1.0 - confidence, family_size, min_change, min_ms)
     return Change(
         base=sb.value,
         head=sh.value,
@@ -327,6 +449,36 @@ def compare_percentile(
         note=note,
         others=tuple(zip(sb.others, sh.others, strict=True)),
     )
+
+
+def _mde_pct(
+    b: _Side,
+    h: _Side,
+    se: float,
+    df: float,
+    alpha: float,
+    family_size: int,
+    min_change: float,
+    min_ms: float,
+) -> float | None:
+    """The smallest relative change flagged with MDE_POWER chance, every rule of `decide`
+    included: at least max(min_change * base, min_ms), and significant at Holm's strictest level
+    alpha / family_size. A change d of the percentile is flagged about when the estimate lands
+    at or above max(size rule, t_crit * se): d = max(size rule, t_crit * se) + t_power * se.
+    Under a change, head's standard error scales with it (latency grows in proportion), so se is
+    taken at the detectable change itself (a fixed point, a few steps)."""
+    if b.value == 0.0 or se <= 0.0:
+        return None
+    base = abs(b.value)
+    t_crit = t_quantile(1.0 - alpha / (2.0 * max(family_size, 1)), df)
+    t_power = t_quantile(MDE_POWER, df)
+    size = max(min_change * base, min_ms)
+    rest = max(se * se - h.se * h.se, 0.0)  # what does not scale with head (base, pairing)
+    d = 0.0
+    for _ in range(6):
+        s = math.sqrt(rest + (h.se * (1.0 + d / base)) ** 2)
+        d = max(size, t_crit * s) + t_power * s
+    return 100.0 * d / base
 
 
 def _pct(delta: float, base: float) -> float | None:
@@ -386,12 +538,14 @@ def decide(
 
 @dataclass(frozen=True)
 class Attainment:
-    """Share of requests that met the SLO, with its exact interval (percent)."""
+    """Share of requests that met the SLO, with its interval (percent)."""
 
     good: int
     total: int
     pct: float
     ci_pct: tuple[float, float]
+    # requests that count as independent, when arrival order is autocorrelated (None: all)
+    effective_n: int | None = None
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -455,12 +609,21 @@ def beta_ppf(prob: float, a: float, b: float) -> float:
 
 
 def attainment(good: BoolArray, confidence: float) -> Attainment:
-    """Share of good requests with its exact Clopper-Pearson interval at `confidence`."""
+    """Share of good requests with its Clopper-Pearson interval at `confidence`: exact for
+    independent requests. `good` in arrival order: when that order is autocorrelated (the same
+    tests as the percentiles), the interval is taken at the effective number of requests,
+    n / f for the batch-means variance factor f, and at the confidence whose normal quantile is
+    Student's t quantile with the batch means' degrees of freedom."""
     total = int(good.size)
     k = int(np.count_nonzero(good))
     if total == 0:
         return Attainment(0, 0, math.nan, (0.0, 100.0))
+    auto = _autocorrelation(good, good)
+    n_eff, k_eff = total / auto.factor, k / auto.factor
+    if auto.factor > 1.0:
+        confidence = 1.0 - math.erfc(t_quantile((1.0 + confidence) / 2.0, auto.df) / math.sqrt(2))
     alpha = 1.0 - confidence
-    lower = 0.0 if k == 0 else beta_ppf(alpha / 2.0, k, total - k + 1)
-    upper = 1.0 if k == total else beta_ppf(1.0 - alpha / 2.0, k + 1, total - k)
-    return Attainment(k, total, 100.0 * k / total, (100.0 * lower, 100.0 * upper))
+    lower = 0.0 if k == 0 else beta_ppf(alpha / 2.0, k_eff, n_eff - k_eff + 1)
+    upper = 1.0 if k == total else beta_ppf(1.0 - alpha / 2.0, k_eff + 1, n_eff - k_eff)
+    effective = round(n_eff) if auto.factor > 1.0 else None
+    return Attainment(k, total, 100.0 * k / total, (100.0 * lower, 100.0 * upper), effective)

@@ -192,7 +192,9 @@ def test_zero_base_has_no_relative_numbers() -> None:
 def test_attainment_clopper_pearson_matches_scipy(k: int, n: int, confidence: float) -> None:
     good = np.zeros(n, dtype=bool)
     good[:k] = True
+    good = np.random.default_rng(k).permutation(good)  # independent requests: any order
     a = attainment(good, confidence)
+    assert a.effective_n is None
     alpha = 1 - confidence
     lo = 0.0 if k == 0 else float(sps.beta.ppf(alpha / 2, k, n - k + 1))
     hi = 1.0 if k == n else float(sps.beta.ppf(1 - alpha / 2, k + 1, n - k))

@@ -1,168 +1,197 @@
-"""Simulations of budgetdiff.stats: A/A false-positive rate and power, in a realistic report.
+"""Simulations of budgetdiff.stats: A/A false-flag rate, power, MDE and attainment coverage.
 
-A report is a family of 6 rows tested together (Holm): slices queue, prefill, decode, app, plus
-ttft = queue + prefill and total = the sum of the slices, per request. Fixed seeds; the allowance
-for simulation error is two standard errors of a proportion over the simulated pairs.
+The generators live in tests/simulation.py (tools/stats_tables.py prints the docs' tables from
+the same code). A report has 7 rows tested together (Holm). Fixed seeds. A/A rates are checked
+two ways: the point estimate at or below 1 - confidence, and the upper end of its exact 95%
+interval at or below 6.5% (so a rate that only passes by simulation luck fails).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 import pytest
-from scipy.signal import lfilter
 
-from budgetdiff.stats import Change, compare_percentile, decide
+from budgetdiff.budget import parse_budget
+from budgetdiff.compare import compare
+from budgetdiff.prepare import prepare
+from budgetdiff.stats import attainment, compare_percentile, decide
+from budgetdiff.table import Run
+from tests import simulation as sim
 
-Rng = np.random.Generator
-Rows = dict[str, np.ndarray]
-Shift = Callable[[Rows], Rows]
-
-MEDIANS_MS = {"queue": 20.0, "prefill": 80.0, "decode": 400.0, "app": 15.0}
-P = 95.0
-CONFIDENCE = 0.95
-PAIRS = 1000  # simulated base/head pairs per scenario
-
-
-def _ar1(rng: Rng, n: int, phi: float) -> np.ndarray:
-    """Stationary Gaussian AR(1) with unit variance."""
-    e = rng.standard_normal(n) * math.sqrt(1.0 - phi * phi)
-    e[0] /= math.sqrt(1.0 - phi * phi)
-    return np.asarray(lfilter([1.0], [1.0, -phi], e))
+P = sim.P
+CONFIDENCE = sim.CONFIDENCE
+ALPHA = 1.0 - CONFIDENCE
+REPORTS = 1000  # simulated base/head report pairs per scenario
+INDEPENDENT = sim.CORRELATED[0]
 
 
-def slices(rng: Rng, kind: str, n: int) -> Rows:
-    """Per-request slice values (ms), in arrival order."""
-    out: Rows = {}
-    for name, med in MEDIANS_MS.items():
-        if kind == "lognormal":
-            x = med * np.exp(0.4 * rng.standard_normal(n))
-        elif kind == "pareto":  # Pareto tail with shape 3, starting at the median scale
-            x = med * (1.0 + rng.pareto(3.0, n))
-        elif kind == "bimodal":  # 7% of requests in a slow mode 3x away: p95 inside the gap
-            slow = rng.random(n) < 0.07
-            x = med * np.exp(0.25 * rng.standard_normal(n)) * np.where(slow, 3.0, 1.0)
-        elif kind == "ar1":  # AR(1), phi 0.7 on the log scale, in arrival order
-            x = med * np.exp(0.4 * _ar1(rng, n, 0.7))
-        elif kind == "regimes":  # load regimes of 20 requests, 40% slower half of the time
-            level = np.repeat(rng.choice([1.0, 1.4], -(-n // 20)), 20)[:n]
-            x = med * level * np.exp(0.4 * rng.standard_normal(n))
-        else:
-            raise AssertionError(kind)
-        out[name] = x
-    return out
-
-
-def rows(s: Rows) -> Rows:
-    r = dict(s)
-    r["ttft"] = s["queue"] + s["prefill"]
-    r["total"] = s["queue"] + s["prefill"] + s["decode"] + s["app"]
-    return r
-
-
-def one_report(
-    rng: Rng,
-    kind: str,
-    n: int,
-    shift: Shift | None = None,
-    *,
-    min_change: float = 0.0,
-    head_kind: str | None = None,
-) -> dict[str, str]:
-    base = rows(slices(rng, kind, n))
-    head_slices = slices(rng, head_kind or kind, n)
-    head = rows(shift(head_slices) if shift else head_slices)
-    changes: list[Change] = [
-        compare_percentile(base[k], head[k], P, CONFIDENCE, family_size=len(base)) for k in base
-    ]
-    verdicts = decide(changes, min_change=min_change, min_ms=0.0, confidence=CONFIDENCE)
-    return dict(zip(base, verdicts, strict=True))
-
-
-def allowance(rate: float, pairs: int = PAIRS) -> float:
+def allowance(rate: float, pairs: int = REPORTS) -> float:
     return 2.0 * math.sqrt(rate * (1.0 - rate) / pairs)
 
 
-@pytest.mark.parametrize(
-    ("kind", "n"),
-    [
-        ("lognormal", 1000),
-        ("pareto", 1000),
-        ("bimodal", 1000),
-        ("ar1", 1000),
-        ("regimes", 4000),
-        ("lognormal", 200),
-        ("pareto", 200),
-        ("bimodal", 200),
-        ("pareto", 4000),
-    ],
-)
-def test_aa_reports_flag_a_regression_at_most_alpha(kind: str, n: int) -> None:
-    # The strictest setting: no min_change / min_ms to hide behind, only the statistics.
-    rng = np.random.default_rng(20240501)
-    flagged = sum("regression" in one_report(rng, kind, n).values() for _ in range(PAIRS))
-    alpha = 1.0 - CONFIDENCE
-    assert flagged / PAIRS <= alpha + allowance(alpha)
+def _assert_calibrated(aa: sim.AA) -> None:
+    low, high = sim.exact_interval(aa.any_flag, aa.reports)
+    assert aa.reports >= 1000
+    assert aa.any_flag / aa.reports <= ALPHA, (aa, low, high)
+    assert high <= 0.065, (aa, low, high)
 
 
-def _scale(name: str, factor: float) -> Shift:
-    def shift(s: Rows) -> Rows:
-        return {**s, name: s[name] * factor}
-
-    return shift
-
-
-def _scale_top_tenth(name: str, factor: float) -> Shift:
-    """Only requests above the slice's own p90 get slower: the median does not move."""
-
-    def shift(s: Rows) -> Rows:
-        x = s[name]
-        return {**s, name: np.where(x > np.percentile(x, 90), x * factor, x)}
-
-    return shift
-
-
-@pytest.mark.parametrize(
-    ("kind", "n", "name", "shift"),
-    [
-        ("lognormal", 1000, "queue", _scale("queue", 1.15)),
-        ("lognormal", 1000, "decode", _scale("decode", 1.15)),
-        ("pareto", 4000, "app", _scale("app", 1.15)),
-        ("lognormal", 1000, "prefill", _scale_top_tenth("prefill", 1.15)),
-    ],
-    ids=["lognormal-queue", "lognormal-decode", "pareto-app", "lognormal-prefill-top10"],
-)
-def test_power_15pct_p95_shift_in_a_family_of_six(
-    kind: str, n: int, name: str, shift: Shift
+@pytest.mark.parametrize("scenario", sim.CORRELATED, ids=lambda s: s.name.split(":")[0])
+def test_aa_reports_flag_anything_at_most_alpha_under_autocorrelation(
+    scenario: sim.Scenario,
 ) -> None:
-    rng = np.random.default_rng(7)
-    hits = 0
-    for _ in range(PAIRS):
-        verdicts = one_report(rng, kind, n, shift, min_change=0.05)
-        hits += verdicts[name] == "regression"
-        # A slice that did not change and does not feed the changed one is never blamed often.
-    target = 0.80
-    assert hits / PAIRS >= target - allowance(target)
+    """Issue 12's scenarios at 1,000 requests a side: any flag, either way, no size floors."""
+    aa = sim.run_aa(scenario, 1000, REPORTS, seed=1201)
+    _assert_calibrated(aa)
+    if scenario is INDEPENDENT:  # the note is rare where there is nothing to note
+        assert aa.noted / aa.reports <= 0.05
+    else:  # and correlation that moves the tail is found
+        assert aa.noted / aa.reports >= 0.95
+
+
+@pytest.mark.parametrize(
+    ("scenario", "n"),
+    [
+        (INDEPENDENT, 200),
+        (sim.SHAPES[0], 200),
+        (sim.SHAPES[0], 1000),
+        (sim.SHAPES[0], 4000),
+    ],
+    ids=["lognormal-200", "pareto-200", "pareto-1000", "pareto-4000"],
+)
+def test_aa_reports_flag_anything_at_most_alpha_for_other_shapes(
+    scenario: sim.Scenario, n: int
+) -> None:
+    _assert_calibrated(sim.run_aa(scenario, n, REPORTS, seed=1202))
+
+
+@pytest.mark.parametrize("n", [200, 1000])
+def test_aa_bimodal_reports_flag_a_regression_at_most_alpha(n: int) -> None:
+    """p95 inside the gap of a bimodal slice: the band that measures the slope spans the gap, so
+    its standard error is rough. Known limit: any flag (either way) is 5-8% here (the docs'
+    table); regressions alone stay within alpha."""
+    aa = sim.run_aa(sim.SHAPES[1], n, REPORTS, seed=1202)
+    assert aa.regression / aa.reports <= ALPHA + allowance(ALPHA)
+
+
+def _budget_for_simulation() -> str:
+    slices = ", ".join(f"{k}: 1000" for k in sim.MEDIANS_MS)
+    return (
+        "version: 1\npercentile: 95\n"
+        f"slo: {{ttft: {sim.TTFT_TARGET_MS}, total: {sim.TOTAL_TARGET_MS}}}\n"
+        f"slices: {{{slices}}}\nfirst_token_after: prefill\n"
+        "regression: {min_change: 0%, min_ms: 0}\n"
+    )
+
+
+def test_the_real_compare_path_decides_as_the_simulated_reports() -> None:
+    """The A/A rates above are the pipeline's: per-request runs through prepare and compare give
+    the same verdict on every row as the stats layer the simulations call (AR(1) phi 0.9)."""
+    budget = parse_budget(_budget_for_simulation(), "budget.yml")
+    rng = np.random.default_rng(1203)
+    reports = 300
+    flagged = 0
+    base, head = (sim.slices(rng, sim.CORRELATED[4], reports, 1000) for _ in "bh")
+    base_rows, head_rows = sim.rows(base), sim.rows(head)
+    for i in range(reports):
+        b, h = (
+            prepare(Run(name, 1000, slices={k: v[i] for k, v in s.items()}), budget)
+            for name, s in (("base.csv", base), ("head.csv", head))
+        )
+        c = compare(b, h, budget)
+        verdicts = {r.name: r.change for r in (*c.slo, *c.slices)}
+        assert verdicts == sim.report(base_rows, head_rows, i)[0]
+        flagged += any(v in ("regression", "improvement") for v in verdicts.values())
+        assert c.head.attainment is not None and c.head.attainment.effective_n is not None
+    assert flagged / reports <= ALPHA + allowance(ALPHA, reports)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "n", "name", "shift"),
+    [
+        (INDEPENDENT, 1000, "decode", sim.scale("decode", 1.15)),
+        (INDEPENDENT, 1000, "queue", sim.scale("queue", 1.15)),
+        (INDEPENDENT, 1000, "prefill", sim.scale_top_tenth("prefill", 1.15)),
+        (sim.SHAPES[0], 4000, "app", sim.scale("app", 1.15)),
+    ],
+    ids=["lognormal-decode", "lognormal-queue", "lognormal-prefill-top10", "pareto-app"],
+)
+def test_power_15pct_p95_shift_in_a_family_of_seven(
+    scenario: sim.Scenario, n: int, name: str, shift: sim.Shift
+) -> None:
+    power = sim.run_power(scenario, n, shift, name, REPORTS, seed=7)
+    if name == "decode":  # issue 12: the lognormal slice, at 1,000 a side, holds 80%
+        assert power >= 0.80
+    assert power >= 0.80 - allowance(0.80)
 
 
 def test_top_tenth_shift_leaves_median_alone_but_moves_p95() -> None:
     rng = np.random.default_rng(3)
-    s = slices(rng, "lognormal", 100_000)
-    shifted = _scale_top_tenth("prefill", 1.15)(s)["prefill"]
+    s = sim.slices(rng, INDEPENDENT, 1, 100_000)
+    shifted = sim.scale_top_tenth("prefill", 1.15)(s)["prefill"]
     assert np.median(shifted) == np.median(s["prefill"])
     assert np.percentile(shifted, 95) / np.percentile(s["prefill"], 95) == pytest.approx(1.15)
 
 
-def test_unchanged_slices_are_rarely_blamed_under_a_shift() -> None:
-    rng = np.random.default_rng(11)
-    blamed = 0
-    for _ in range(PAIRS):
-        verdicts = one_report(rng, "lognormal", 1000, _scale("queue", 1.15), min_change=0.05)
-        blamed += any(verdicts[k] == "regression" for k in ("decode", "app", "prefill"))
-    alpha = 1.0 - CONFIDENCE
-    assert blamed / PAIRS <= alpha + allowance(alpha)
+@pytest.mark.parametrize(("n", "runs", "min_ms"), [(1000, 1000, 0.0), (20_000, 300, 5.0)])
+def test_a_shift_equal_to_the_shown_mde_is_caught_about_80pct(
+    n: int, runs: int, min_ms: float
+) -> None:
+    """'80% chance to catch >= X%': every rule counts, min_change (5%) and min_ms included (at
+    20,000 requests the statistics alone could see 3%, the rules cannot). One lognormal row in a
+    family of 7 whose other rows did not change: Holm's first step, alpha / 7."""
+    rng = np.random.default_rng(1204)
+    rules = {"min_change": 0.05, "min_ms": min_ms}
+    family = 7
+    med = sim.MEDIANS_MS["decode"]
+
+    def row(factor: float = 1.0) -> np.ndarray:
+        return np.asarray(factor * med * np.exp(sim.SIGMA * rng.standard_normal(n)))
+
+    shown = [
+        compare_percentile(row(), row(), P, CONFIDENCE, family_size=family, **rules).mde_pct
+        for _ in range(50)
+    ]
+    mde = float(np.median([m for m in shown if m is not None]))
+    assert len(shown) == 50 and mde >= 5.0
+    caught = 0
+    for _ in range(runs):
+        c = compare_percentile(row(), row(1 + mde / 100), P, CONFIDENCE, family_size=family)
+        caught += decide([c], **rules, confidence=1 - ALPHA / family) == ["regression"]
+    # about 80%: the standard error is itself estimated, which costs a few points at n = 1,000
+    # (76-81% measured over seeds; it was 69% before the MDE used Student's t and head's scale)
+    assert 0.75 <= caught / runs <= 0.80 + allowance(0.80, runs)
+
+
+@pytest.mark.parametrize("scenario", sim.CORRELATED, ids=lambda s: s.name.split(":")[0])
+def test_attainment_interval_covers_the_true_attainment(scenario: sim.Scenario) -> None:
+    assert sim.attainment_coverage(scenario, 1000, 1000, seed=1205) >= 0.92
+
+
+def test_attainment_reports_the_effective_number_of_requests_when_autocorrelated() -> None:
+    rng = np.random.default_rng(1206)
+    good = sim.good(sim.rows(sim.slices(rng, sim.CORRELATED[4], 1, 1000)))[0]
+    a = attainment(good, CONFIDENCE)
+    shuffled = attainment(rng.permutation(good), CONFIDENCE)
+    assert shuffled.effective_n is None and a.effective_n is not None and a.effective_n < 600
+    assert a.ci_pct[1] - a.ci_pct[0] > 1.2 * (shuffled.ci_pct[1] - shuffled.ci_pct[0])
+
+
+def test_a_burst_of_slow_requests_does_not_hide_a_whole_run_shift() -> None:
+    """100 requests a side, head 20% slower throughout plus one burst of 8 slow requests (a
+    warm-up wave): the burst is head's whole tail, so the interval is wide, but every head
+    request is above base's p95 and the quantile test says so."""
+    rng = np.random.default_rng(1207)
+    base = 680.0 * np.exp(0.02 * rng.standard_normal(100))
+    head = 816.0 * np.exp(0.02 * rng.standard_normal(100))
+    head[10:18] *= rng.permutation(np.linspace(1.12, 1.25, 8))
+    c = compare_percentile(base, head, P, CONFIDENCE, family_size=5)
+    assert c.note is not None and c.note.startswith("autocorrelated in arrival order")
+    assert c.ci is not None and c.ci[0] < 0.1 * c.delta  # the interval alone: barely above 0
+    assert c.p_value is not None and c.p_value < 1e-3
+    assert decide([c], min_change=0.05, min_ms=5.0, confidence=CONFIDENCE) == ["regression"]
 
 
 def test_paired_interval_is_narrower_on_correlated_pairs() -> None:
@@ -188,7 +217,7 @@ def test_paired_interval_is_narrower_on_correlated_pairs() -> None:
 def test_paired_aa_is_calibrated() -> None:
     rng = np.random.default_rng(9)
     n, flagged = 1000, 0
-    for _ in range(PAIRS):
+    for _ in range(REPORTS):
         cost = np.exp(0.4 * rng.standard_normal(n))
         base = 100.0 * cost * np.exp(0.15 * rng.standard_normal(n))
         head = 100.0 * cost * np.exp(0.15 * rng.standard_normal(n))
@@ -196,32 +225,34 @@ def test_paired_aa_is_calibrated() -> None:
         c = compare_percentile(base, head, P, CONFIDENCE, pairs=(idx, idx))
         assert c.p_value is not None
         flagged += c.p_value < 1.0 - CONFIDENCE
-    alpha = 1.0 - CONFIDENCE
-    assert flagged / PAIRS <= alpha + allowance(alpha)
+    assert flagged / REPORTS <= ALPHA + allowance(ALPHA)
 
 
 def test_autocorrelation_is_reported_as_effective_n() -> None:
     rng = np.random.default_rng(1)
-    s = slices(rng, "ar1", 1000)["decode"]
-    c = compare_percentile(s, slices(rng, "ar1", 1000)["decode"], P, CONFIDENCE)
+    ar = sim.slices(rng, sim.CORRELATED[3], 2, 1000)["decode"]
+    c = compare_percentile(ar[0], ar[1], P, CONFIDENCE)
     assert c.note is not None and "autocorrelated in arrival order: effective n" in c.note
-    iid = slices(rng, "lognormal", 1000)["decode"]
+    iid = sim.slices(rng, INDEPENDENT, 1, 1000)["decode"][0]
     assert compare_percentile(iid, iid[::-1].copy(), P, CONFIDENCE).note is None
 
 
 @pytest.mark.parametrize(("median", "step"), [(40.0, 10.0), (60.0, 10.0), (5.0, 1.0)])
 def test_aa_quantised_values_are_not_flagged(median: float, step: float) -> None:
     """Latencies on a coarse clock (whole ms, 10 ms ticks) repeat around the percentile; the
-    percentile then jumps a whole step between runs of the same system. Two-sided, no floors."""
+    percentile then jumps a whole step between runs of the same system. Two-sided, no floors.
+    The interval is never a single point: the percentile can move a tick either way."""
     rng = np.random.default_rng(7)
-    alpha = 1.0 - CONFIDENCE
     pairs = 400
     flagged = 0
     for _ in range(pairs):
         a, b = (np.round(rng.lognormal(np.log(median), 0.4, 1000) / step) * step for _ in "ab")
         c = compare_percentile(a, b, P, CONFIDENCE)
         flagged += decide([c], min_change=0.0, min_ms=0.0, confidence=CONFIDENCE)[0] != "none"
-    assert flagged / pairs <= alpha + allowance(alpha, pairs)
+        assert c.ci is not None and c.ci[1] > c.ci[0]
+        if c.delta == 0.0:
+            assert c.ci[1] - c.ci[0] >= 2 * step
+    assert flagged / pairs <= ALPHA + allowance(ALPHA, pairs)
 
 
 def test_quantised_15pct_shift_is_still_found() -> None:

@@ -30,7 +30,7 @@ def inputs(c: Comparison) -> str:
 
 
 def change(r: Row) -> str:
-    """`+14.9% [+13.1, +16.7] regression`, `+0.4% [-2.1, +2.9] ~ (could see >= 6%)`."""
+    """`+14.9% [+13.1, +16.7] regression`, `+0.4% [-2.1, +2.9] ~ (80% chance to catch ≥ 6%)`."""
     if r.change is None:
         return ""
     if r.delta_pct is None or r.base_ms is None:
@@ -49,7 +49,7 @@ def change(r: Row) -> str:
         else:
             word += " (no per-request data)"
     elif r.change == "none" and r.mde_pct is not None:
-        word += f" (could see ≥ {r.mde_pct:.0f}%)"
+        word += f" (80% chance to catch ≥ {r.mde_pct:.0f}%)"
     return f"{text} {word}"
 
 

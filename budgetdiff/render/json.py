@@ -131,6 +131,7 @@ def _attainment(c: Comparison) -> dict[str, Any] | None:
                 "requests": a.total,
                 "pct": _f(a.pct),
                 "ci_pct": [_f(a.ci_pct[0]), _f(a.ci_pct[1])],
+                "effective_n": a.effective_n,
                 "goodput_rps": _f(side.goodput_rps) if side is not None else None,
                 "held_to": list(side.held_to) if side is not None else [],
             }

@@ -239,7 +239,8 @@ def _details(c: Comparison) -> list[str]:
                 name,
                 f"{a.good:,} / {a.total:,}",
                 pct(a.pct),
-                f"[{a.ci_pct[0]:.1f}, {a.ci_pct[1]:.1f}]",
+                f"[{a.ci_pct[0]:.1f}, {a.ci_pct[1]:.1f}]"
+                + (f" (effective n {a.effective_n:,})" if a.effective_n is not None else ""),
                 f"{side.goodput_rps:.2f}/s" if side.goodput_rps is not None else "–",
             ]
             for name, side, a in att

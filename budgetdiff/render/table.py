@@ -76,7 +76,9 @@ def render_table(report: Report) -> str:
             if a is not None:
                 out.append(
                     f"attainment {name}: {a.good}/{a.total} requests met every target "
-                    f"({pct(a.pct)} [{a.ci_pct[0]:.1f}, {a.ci_pct[1]:.1f}])"
+                    f"({pct(a.pct)} [{a.ci_pct[0]:.1f}, {a.ci_pct[1]:.1f}]"
+                    + (f", effective n {a.effective_n:,}" if a.effective_n is not None else "")
+                    + ")"
                 )
         if c.head.attainment is not None:
             out.append(f"  a request meets: {plain(cells.held_to(c, c.head.held_to), 300)}")

@@ -1,0 +1,76 @@
+"""Print the simulation tables of docs/statistics.md, from the simulation suite's own code.
+
+The scenarios, seeds and sizes are those of tests/test_stats_simulation.py (generators in
+tests/simulation.py), so the figures are the ones the tests assert on. Takes a few minutes.
+Run from the repository root: `.venv/bin/python -m tools.stats_tables [--reports N]`
+(scipy, a dev dependency, gives the exact intervals).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from tests import simulation as sim
+
+A_A = [(sc, 1000, 1201) for sc in sim.CORRELATED] + [
+    (sim.CORRELATED[0], 200, 1202),
+    (sim.SHAPES[0], 200, 1202),
+    (sim.SHAPES[0], 1000, 1202),
+    (sim.SHAPES[0], 4000, 1202),
+    (sim.SHAPES[1], 200, 1202),
+    (sim.SHAPES[1], 1000, 1202),
+]
+POWER = [
+    ("lognormal slice (decode), 1,000 a side", sim.CORRELATED[0], 1000, "decode", 1.15, False),
+    ("lognormal slice inside TTFT (queue), 1,000", sim.CORRELATED[0], 1000, "queue", 1.15, False),
+    ("only the slowest 10% of prefill, 1,000", sim.CORRELATED[0], 1000, "prefill", 1.15, True),
+    ("Pareto slice (app), 4,000 a side", sim.SHAPES[0], 4000, "app", 1.15, False),
+]
+
+
+def _pct(k: int, n: int) -> str:
+    return f"{100 * k / n:.1f}%"
+
+
+def aa_table(reports: int) -> list[str]:
+    out = [
+        "| A/A scenario | requests a side | any flag [exact 95%] | regressions only | "
+        "says 'autocorrelated' |",
+        "|---|---:|---|---:|---:|",
+    ]
+    for sc, n, seed in A_A:
+        aa = sim.run_aa(sc, n, reports, seed)
+        low, high = sim.exact_interval(aa.any_flag, aa.reports)
+        out.append(
+            f"| {sc.name} | {n:,} | {_pct(aa.any_flag, reports)} "
+            f"[{100 * low:.1f}, {100 * high:.1f}] | {_pct(aa.regression, reports)} | "
+            f"{_pct(aa.noted, reports)} |"
+        )
+    return out
+
+
+def power_table(reports: int) -> list[str]:
+    out = ["| 15% shift of the p95 of | flagged as regression |", "|---|---:|"]
+    for label, sc, n, name, factor, top in POWER:
+        shift = sim.scale_top_tenth(name, factor) if top else sim.scale(name, factor)
+        out.append(f"| {label} | {100 * sim.run_power(sc, n, shift, name, reports, 7):.1f}% |")
+    return out
+
+
+def coverage_table(reports: int) -> list[str]:
+    out = ["| scenario | attainment interval holds the true attainment |", "|---|---:|"]
+    for sc in sim.CORRELATED:
+        out.append(f"| {sc.name} | {100 * sim.attainment_coverage(sc, 1000, reports, 1205):.1f}% |")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reports", type=int, default=1000, help="simulated reports per row")
+    reports = parser.parse_args().reports
+    for table in (aa_table, power_table, coverage_table):
+        print("\n".join(table(reports)), end="\n\n", flush=True)
+
+
+if __name__ == "__main__":
+    main()
