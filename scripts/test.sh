@@ -12,4 +12,5 @@ echo "== mypy"; "$bin/mypy"
 if [ -f action.yml ]; then
   echo "== zizmor"; "$bin/zizmor" --offline --no-progress action.yml .github/workflows/*.yml examples/workflows/*.yml
 fi
+echo "== browser (chromium, mermaid)"; bash scripts/setup-browser.sh
 echo "== pytest"; "$bin/pytest"
