@@ -71,13 +71,18 @@ def _fast(data: bytes, *, literals: bool = False) -> Any:
 
 
 # Python's JSON writer puts these literals where a float is not finite (SGLang's request rate).
-_NONFINITE = re.compile(rb"-?Infinity|NaN")
 _LITERAL = {"\x00Infinity": math.inf, "\x00-Infinity": -math.inf, "\x00NaN": math.nan}
+_INFINITY = re.compile(b"Infinity")  # literal patterns: searched as fast as bytes.find
+_NAN = re.compile(b"NaN")
 
 
 def _marked(data: bytes) -> bytes | None:
     """The text with every non-finite literal outside strings written as a marker string (a NUL
     and the literal), or None when it has none. One pass: quotes are counted between matches."""
+    spans = [m.span() for m in _INFINITY.finditer(data)] + [m.span() for m in _NAN.finditer(data)]
+    if not spans:
+        return None
+    spans.sort()
     # escaped backslashes, then escaped quotes, blanked at the same length: what is left of the
     # quotes delimits the strings
     plain = data.replace(b"\\\\", b"__").replace(b'\\"', b"__")
@@ -85,12 +90,14 @@ def _marked(data: bytes) -> bytes | None:
     quotes = 0
     scanned = 0
     done = 0
-    for match in _NONFINITE.finditer(data):
-        quotes += plain.count(b'"', scanned, match.start())
-        scanned = match.end()
+    for start, end in spans:
+        quotes += plain.count(b'"', scanned, start)
+        scanned = end
         if quotes % 2 == 0:
-            pieces += [data[done : match.start()], b'"\\u0000', match.group(), b'"']
-            done = match.end()
+            if start > done and data[start - 1 : start] == b"-":
+                start -= 1
+            pieces += [data[done:start], b'"\\u0000', data[start:end], b'"']
+            done = end
     if not pieces:
         return None
     pieces.append(data[done:])

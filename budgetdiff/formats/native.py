@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -57,6 +58,7 @@ TOOL_KEYS = frozenset(
 )
 _NUMBER = r"^\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|infinity|nan)\s*$"
 _NULL_TEXT = r"^\s*$"
+_ITL_SEPARATOR = r"[\s,;]+"  # between the gaps of a text cell
 _FALSE_TEXT = frozenset({"", "false", "0", "no", "none", "null"})
 # A Parquet file is compressed: a few KB can hold millions of rows. Refuse before decompressing.
 MAX_PARQUET_ROWS = 50_000_000
@@ -534,17 +536,22 @@ def _itl(table: _Table, column: str, unit: str, source: str) -> tuple[Itl, bool]
         flat = arr.flatten()
         if not (pa.types.is_integer(flat.type) or pa.types.is_floating(flat.type)) and len(flat):
             raise fail(NAME, source, f"column {column!r}: the lists must hold numbers (ms gaps)")
-        floats = pc.cast(flat, pa.float64(), safe=False)
-        values = np.asarray(
-            pc.fill_null(floats, float("nan")).to_numpy(zero_copy_only=False), dtype=np.float64
-        )
-        return Itl(values=values * scale, offsets=offsets), False
+        if flat.type != pa.float64():
+            flat = pc.cast(flat, pa.float64(), safe=False)
+        # float64 without nulls: a view of Arrow's buffer (read-only), not a copy; nulls -> NaN
+        values = flat.to_numpy(zero_copy_only=False)
+        return Itl(values=values * scale if scale != 1.0 else values, offsets=offsets), False
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        cells = _itl_cells(arr)
+        if cells is not None:
+            values, offsets = cells
+            return Itl(values=values * scale, offsets=offsets), False
+        # a token Arrow does not read as a number: Python's float() decides, and names the row
         pieces: list[float] = []
         offsets_list = [0]
         for i, cell in enumerate(arr.to_pylist()):
             if cell:
-                for token in re.split(r"[\s,;]+", cell.strip().strip("[]").strip()):
+                for token in re.split(_ITL_SEPARATOR, cell.strip().strip("[]").strip()):
                     if not token:
                         continue
                     try:
@@ -565,6 +572,23 @@ def _itl(table: _Table, column: str, unit: str, source: str) -> tuple[Itl, bool]
     has = ~np.isnan(values)
     offsets = np.concatenate([[0], np.cumsum(has)]).astype(np.int64)
     return Itl(values=values[has], offsets=offsets), True
+
+
+def _itl_cells(arr: pa.Array) -> tuple[FloatArray, npt.NDArray[np.int64]] | None:
+    """Text cells such as `[10.2, 11.0]` split and cast by Arrow, no Python loop per token;
+    None when a token is not a number Arrow reads (the caller then names it)."""
+    text = pc.utf8_trim_whitespace(pc.utf8_trim(pc.utf8_trim_whitespace(arr), "[]"))
+    parts = pc.split_pattern_regex(text, _ITL_SEPARATOR)
+    tokens = pc.list_flatten(parts)
+    owner = pc.list_parent_indices(parts).to_numpy()
+    kept = pc.not_equal(tokens, "")
+    try:
+        values = pc.cast(pc.filter(tokens, kept), pa.float64())
+    except pa.ArrowInvalid:
+        return None
+    counts = np.bincount(owner[kept.to_numpy(zero_copy_only=False)], minlength=len(arr))
+    offsets = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(counts, dtype=np.int64)])
+    return values.to_numpy(), offsets
 
 
 def _decoded(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
