@@ -185,8 +185,10 @@ def _tied(x: FloatArray, low: float, high: float, ranks: int) -> bool:
     """Quantised data (whole milliseconds, a coarse clock): far fewer distinct values than
     ranks in the band. There the slope of the band says nothing about how far the percentile
     can jump (a whole step), and the interval method would flag noise."""
-    band = x[(x >= low) & (x <= high)]
-    return int(np.unique(band).size) * 2 < ranks
+    band = np.sort(x[(x >= low) & (x <= high)])
+    # distinct values counted from the sorted band (np.unique would import numpy.ma: 7 ms)
+    distinct = int(np.count_nonzero(band[1:] != band[:-1])) + min(len(band), 1)
+    return distinct * 2 < ranks
 
 
 def _exceedance_z(base: FloatArray, head: FloatArray, p: float, inflation: float) -> float:
