@@ -195,6 +195,7 @@ def test_sglang_runs_with_infinity_sum_their_gaps() -> None:
     base, fast = sglang.read("\n".join(lines).encode(), "s.jsonl", OPTS)
     assert base.meta["rate"] == "inf" and fast.meta["rate"] == 4.0
     np.testing.assert_allclose(base.slices["decode"], [30.0, 0.0])
+    assert base.total is not None
     np.testing.assert_allclose(base.total, [130.0, 200.0])
     assert fast.total is not None
     np.testing.assert_allclose(fast.total, [800.0])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -213,7 +213,7 @@ def _gaps(metrics: dict[str, Any], where: str, ctx: Ctx) -> tuple[list[Any], flo
     return values, ms_per(key(entry, "unit", ctx, f"{prefix}.unit'"), f"{prefix}.unit'", ctx)
 
 
-def _plain(value: Any) -> bool:
+def _plain(value: Any) -> TypeGuard[int | float]:
     """A finite number >= 0 that multiplies without overflow (the checks' fast path)."""
     kind = type(value)
     return (kind is float and 0.0 <= value < math.inf) or (kind is int and 0 <= value < 1 << 63)
