@@ -42,6 +42,11 @@ def test_json_lines_keep_their_line_numbers_across_blank_lines() -> None:
     assert _values(text) == [(1, {"a": 1}), (4, {"a": 2}), (5, {"a": 3})]
 
 
+def test_a_long_blank_line_is_skipped_too() -> None:
+    text = '{"a": 1}\n' + " " * 100 + '\n{"a": 2}\n'
+    assert _values(text) == [(1, {"a": 1}), (3, {"a": 2})]
+
+
 def test_a_value_over_several_lines_is_read_by_the_stdlib_with_its_line() -> None:
     text = '{"a": 1}\n{"a":\n 2}\n{"a": 3}\n\n{"a": 4} {"a": 5}\n'
     assert _values(text) == [

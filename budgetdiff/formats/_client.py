@@ -48,7 +48,7 @@ class Ctx:
         )
 
 
-def _fast(data: bytes, *, literals: bool = False) -> Any:
+def _fast(data: bytes | memoryview, *, literals: bool = False) -> Any:
     """orjson where it can (5x the stdlib on a 100 MB result file); None when it cannot, and the
     stdlib then reads the text and names what is wrong (several values, a value over several
     lines, huge ints, bad UTF-8). With `literals`, `Infinity`/`NaN` outside strings stay on this
@@ -76,7 +76,7 @@ _INFINITY = re.compile(b"Infinity")  # literal patterns: searched as fast as byt
 _NAN = re.compile(b"NaN")
 
 
-def _marked(data: bytes) -> bytes | None:
+def _marked(data: bytes | memoryview) -> bytes | None:
     """The text with every non-finite literal outside strings written as a marker string (a NUL
     and the literal), or None when it has none. One pass: quotes are counted between matches."""
     spans = [m.span() for m in _INFINITY.finditer(data)] + [m.span() for m in _NAN.finditer(data)]
@@ -84,9 +84,9 @@ def _marked(data: bytes) -> bytes | None:
         return None
     spans.sort()
     # escaped backslashes, then escaped quotes, blanked at the same length: what is left of the
-    # quotes delimits the strings
-    plain = data.replace(b"\\\\", b"__").replace(b'\\"', b"__")
-    pieces = []
+    # quotes delimits the strings (up to the last match: SGLang's is in the header)
+    plain = bytes(data[: spans[-1][1]]).replace(b"\\\\", b"__").replace(b'\\"', b"__")
+    pieces: list[bytes | memoryview] = []
     quotes = 0
     scanned = 0
     done = 0
@@ -131,19 +131,20 @@ def iter_json_values(data: bytes, ctx: Ctx) -> Iterator[tuple[int, Any]]:
     """Consecutive JSON values (JSON Lines, or objects appended one after another), each with
     the line it starts on. Line by line through orjson; from the first line orjson cannot read
     as one value (a value over several lines, or an error to name) the stdlib reads the rest."""
-    fast = _fast(data, literals=True)  # the common case: one value
+    fast = _fast(data)  # the common case: one value (literals are looked for line by line)
     if fast is not None:
         yield 1, fast
         return
     pos = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     line = 1
+    view = memoryview(data)  # lines as views: a 1 GB line is not copied to be parsed
     while pos < len(data):
         end = data.find(b"\n", pos)
         if end < 0:
             end = len(data)
-        chunk = data[pos:end]
-        if chunk and not chunk.isspace():
-            value = _fast(chunk, literals=True)
+        # a long blank line is left to orjson, which refuses it: the stdlib then skips it
+        if end > pos and not (end - pos <= 64 and data[pos:end].isspace()):
+            value = _fast(view[pos:end], literals=True)
             if value is None:
                 yield from _decoded_values(data, pos, line, ctx)
                 return
