@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from budgetdiff.errors import InputError
-from budgetdiff.formats import ReadOptions, aiperf, native, sglang
+from budgetdiff.formats import ReadOptions, aiperf, llmperf, native, sglang
 from budgetdiff.formats._client import (
     Ctx,
     _marked,
@@ -277,3 +277,36 @@ def test_parquet_itl_lists_are_read_without_a_copy_per_step() -> None:
     assert run.itl is not None
     np.testing.assert_array_equal(run.itl.values, [1.0, 2.0, 3.0])
     assert run.itl.offsets.tolist() == [0, 2, 2, 3]
+
+
+# ------------------------------------------------------------------ LLMPerf rows
+
+
+def test_llmperf_plain_and_checked_rows_read_alike() -> None:
+    rows = [
+        {"ttft_s": 0.1, "end_to_end_latency_s": 0.5, "number_input_tokens": 10},
+        {"error_code": 500, "number_output_tokens": 3.0},
+        {"ttft_s": 1, "end_to_end_latency_s": 2, "number_output_tokens": 7},  # ints: checked
+    ]
+    (run,) = llmperf.read(json.dumps(rows).encode(), "l.json", OPTS)
+    assert run.ok is not None and run.ok.tolist() == [True, False, True]
+    np.testing.assert_array_equal(run.ttft, [100.0, np.nan, 1000.0])
+    np.testing.assert_array_equal(run.total, [500.0, np.nan, 2000.0])
+    assert run.input_tokens is not None and run.output_tokens is not None
+    np.testing.assert_array_equal(run.input_tokens, [10.0, np.nan, np.nan])
+    np.testing.assert_array_equal(run.output_tokens, [np.nan, 3.0, 7.0])
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"ttft_s": -0.1, "end_to_end_latency_s": 1.0}, r"\[1\] key 'ttft_s' must be a finite"),
+        ({"ttft_s": 0.1}, r"\[1\] key 'end_to_end_latency_s' is missing"),
+        ({"ttft_s": 0.1, "end_to_end_latency_s": True}, r"must be a number, not a boolean"),
+        ({"ttft_s": 0.1, "end_to_end_latency_s": 1.0, "number_input_tokens": "9"}, "a string"),
+    ],
+)
+def test_llmperf_row_that_needs_a_check_is_named(row: dict[str, Any], message: str) -> None:
+    rows = [{"ttft_s": 0.1, "end_to_end_latency_s": 0.5}, row]
+    with pytest.raises(InputError, match=rf"^llmperf: l.json: .*{message}"):
+        llmperf.read(json.dumps(rows).encode(), "l.json", OPTS)
