@@ -18,7 +18,8 @@ For each format and size, each in a fresh interpreter, back to back:
 Also the fixed cost: a 100-row native CSV compare against `python -c "import numpy, pyarrow"`.
 
 Reports the best wall time of `--repeat` runs, the ratio, peak RSS of each, and the growth
-exponent from the smallest to the largest size of the time beyond the fixed cost. Run:
+exponent from the smallest to the largest size of the time beyond the fixed cost (the 100-row
+compare for budgetdiff, the imports for the floor), for both. Run:
 `python bench/bench_readers.py [--sizes 10000,100000] [--formats aiperf,vllm]`; files go to
 `$TMPDIR/budgetdiff-bench` (never to the repository).
 """
@@ -397,7 +398,9 @@ def fixed_cost(repeat: int) -> dict[str, Any]:
     }
 
 
-def run_format(name: str, sizes: list[int], repeat: int, fixed_s: float) -> list[dict[str, Any]]:
+def run_format(
+    name: str, sizes: list[int], repeat: int, fixed_s: float, floor_fixed_s: float
+) -> list[dict[str, Any]]:
     make, suffix, fmt, budget_text = FORMATS[name]
     budget = WORK / f"{name}.yml"
     budget.write_text(budget_text)
@@ -426,25 +429,39 @@ def run_format(name: str, sizes: list[int], repeat: int, fixed_s: float) -> list
             }
         )
         print(json.dumps(rows[-1]), flush=True)
+    return with_exponents(rows, fixed_s, floor_fixed_s)
+
+
+def with_exponents(
+    rows: list[dict[str, Any]], fixed_s: float, floor_s: float
+) -> list[dict[str, Any]]:
+    """The growth exponent of one format's rows, from its smallest to its largest size."""
     if len(rows) >= 2:
         small, large = rows[0], rows[-1]
-        growth = (large["budgetdiff_s"] - fixed_s) / max(small["budgetdiff_s"] - fixed_s, 1e-3)
         size = large["requests_per_side"] / small["requests_per_side"]
-        large["exponent"] = round(math.log(max(growth, 1e-9)) / math.log(size), 2)
+        for key, fixed in (("budgetdiff", fixed_s), ("floor", floor_s)):
+            growth = (large[f"{key}_s"] - fixed) / max(small[f"{key}_s"] - fixed, 1e-3)
+            large[f"{key}_exponent"] = round(math.log(max(growth, 1e-9)) / math.log(size), 2)
     return rows
+
+
+def _exponents(row: dict[str, Any]) -> str:
+    if "budgetdiff_exponent" not in row:
+        return ""
+    return f"{row['budgetdiff_exponent']} ({row['floor_exponent']})"
 
 
 def print_table(fixed: dict[str, Any], rows: list[dict[str, Any]]) -> None:
     print(
         "\n| format | requests per side | file | budgetdiff | floor | ratio | peak RSS "
-        "(ratio) | growth exponent |"
+        "(ratio) | growth exponent (floor's) |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
             f"| {r['format']} | {r['requests_per_side']:,} | {r['file_mb']} MB | "
             f"{r['budgetdiff_s']} s | {r['floor_s']} s | {r['ratio']}x | "
-            f"{r['budgetdiff_rss_mb']} MB ({r['rss_ratio']}x) | {r.get('exponent', '')} |"
+            f"{r['budgetdiff_rss_mb']} MB ({r['rss_ratio']}x) | {_exponents(r)} |"
         )
     f = fixed["fixed"]
     print(
@@ -458,7 +475,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--formats", default=",".join(FORMATS))
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--table", action="store_true", help="print the last run's table again")
     args = parser.parse_args(argv)
+    if args.table:
+        saved = json.loads((WORK / "results.json").read_text())
+        costs = saved["fixed"]["compare_100_s"], saved["fixed"]["import_s"]
+        rows = []
+        for name in dict.fromkeys(r["format"] for r in saved["rows"]):
+            rows += with_exponents([r for r in saved["rows"] if r["format"] == name], *costs)
+        print_table(saved, rows)
+        return
     if not SAMPLES.is_dir():
         raise SystemExit(f"needs the real samples in {SAMPLES}")
     WORK.mkdir(exist_ok=True)
@@ -467,7 +493,8 @@ def main(argv: list[str] | None = None) -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
     for name in args.formats.split(","):
-        rows += run_format(name, sizes, args.repeat, fixed["fixed"]["compare_100_s"])
+        costs = fixed["fixed"]["compare_100_s"], fixed["fixed"]["import_s"]
+        rows += run_format(name, sizes, args.repeat, *costs)
     (WORK / "results.json").write_text(json.dumps({**fixed, "rows": rows}, indent=2))
     print_table(fixed, rows)
 
