@@ -196,7 +196,8 @@ def _exceedance_z(base: FloatArray, head: FloatArray, p: float, inflation: float
     (ties split, as mid-ranks do) and 0 below; z of head's mean score against base's. Valid with
     ties: under no change the two samples are exchangeable and q depends only on the pool."""
     pool = np.concatenate([base, head])
-    q = percentile(pool, p)
+    # the pool is a copy of our own: select in place (pooled ITL: no second 100 MB copy)
+    q = float(np.percentile(pool, p, overwrite_input=True))
 
     def score(x: FloatArray) -> float:
         return float(np.count_nonzero(x > q) + 0.5 * np.count_nonzero(x == q))
