@@ -41,10 +41,10 @@ _RECORD_METRIC = re.compile(rb'"metrics"\s*:\s*\{\s*"\w+"\s*:\s*\{\s*"value"\s*:
 _AGGREGATE = re.compile(rb'"aiperf_version"\s*:')
 _STATS = re.compile(rb'"(?:time_to_first_token|request_latency)"\s*:\s*\{\s*"unit"')
 
-# aggregate metric -> the summary names it fills
 # the unit strings AIPerf writes, as `ms_per` reads them (it also takes other spellings)
 _MS_PER_UNIT = {"ms": 1.0, "ns": 1e-6, "us": 1e-3, "s": 1000.0}
 
+# aggregate metric -> the summary names it fills
 _SUMMARY_NAMES = {
     "time_to_first_token": ("ttft", "first_token"),
     "request_latency": ("total",),
