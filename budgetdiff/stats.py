@@ -281,11 +281,14 @@ def _tied(x: FloatArray, low: float, high: float, ranks: int) -> tuple[bool, flo
     ranks in the band. There the slope of the band says nothing about how far the percentile
     can jump (a whole step), and the interval method would flag noise. Also the step: the
     smallest gap between distinct values in the band, or next to it when the band is one value."""
-    band = np.unique(x[(x >= low) & (x <= high)])
-    if band.size * 2 >= ranks:
+    band = np.sort(x[(x >= low) & (x <= high)])
+    # distinct values counted from the sorted band (np.unique would import numpy.ma: 7 ms)
+    steps = np.diff(band)
+    distinct = int(np.count_nonzero(steps)) + min(len(band), 1)
+    if distinct * 2 >= ranks:
         return False, 0.0
-    if band.size > 1:
-        return True, float(np.diff(band).min())
+    if distinct > 1:
+        return True, float(steps[steps > 0].min())
     below, above = x[x < low], x[x > high]
     gaps = [low - float(below.max())] if below.size else []
     gaps += [float(above.min()) - high] if above.size else []
@@ -297,7 +300,8 @@ def _exceedance_z(base: FloatArray, head: FloatArray, p: float, inflation: float
     (ties split, as mid-ranks do) and 0 below; z of head's mean score against base's. Valid with
     ties: under no change the two samples are exchangeable and q depends only on the pool."""
     pool = np.concatenate([base, head])
-    q = percentile(pool, p)
+    # the pool is a copy of our own: select in place (pooled ITL: no second 100 MB copy)
+    q = float(np.percentile(pool, p, overwrite_input=True))
 
     def score(x: FloatArray) -> float:
         return float(np.count_nonzero(x > q) + 0.5 * np.count_nonzero(x == q))

@@ -6,10 +6,11 @@ to fix it; nothing here lets a KeyError, TypeError or ValueError escape to the u
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence, Sized
+from collections.abc import Callable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -47,15 +48,67 @@ class Ctx:
         )
 
 
-def _fast(data: bytes) -> Any:
+def _fast(data: bytes | memoryview, *, literals: bool = False) -> Any:
     """orjson where it can (5x the stdlib on a 100 MB result file); None when it cannot, and the
-    stdlib then reads the file and names what is wrong (Infinity, several values, huge ints)."""
+    stdlib then reads the text and names what is wrong (several values, a value over several
+    lines, huge ints, bad UTF-8). With `literals`, `Infinity`/`NaN` outside strings stay on this
+    path: orjson reads them as marker strings that `literal` (and so `number`, `numbers` and
+    `finite`) turns back into floats; only readers that check every number with those use it."""
     import orjson
 
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
+        if not literals:
+            return None
+    marked = _marked(data)
+    if marked is None:
         return None
+    try:
+        return orjson.loads(marked)
+    except orjson.JSONDecodeError:
+        return None
+
+
+# Python's JSON writer puts these literals where a float is not finite (SGLang's request rate).
+_LITERAL = {"\x00Infinity": math.inf, "\x00-Infinity": -math.inf, "\x00NaN": math.nan}
+_INFINITY = re.compile(b"Infinity")  # literal patterns: searched as fast as bytes.find
+_NAN = re.compile(b"NaN")
+
+
+def _marked(data: bytes | memoryview) -> bytes | None:
+    """The text with every non-finite literal outside strings written as a marker string (a NUL
+    and the literal), or None when it has none. One pass: quotes are counted between matches."""
+    spans = [m.span() for m in _INFINITY.finditer(data)] + [m.span() for m in _NAN.finditer(data)]
+    if not spans:
+        return None
+    spans.sort()
+    # escaped backslashes, then escaped quotes, blanked at the same length: what is left of the
+    # quotes delimits the strings (up to the last match: SGLang's is in the header)
+    plain = bytes(data[: spans[-1][1]]).replace(b"\\\\", b"__").replace(b'\\"', b"__")
+    pieces: list[bytes | memoryview] = []
+    quotes = 0
+    scanned = 0
+    done = 0
+    for start, end in spans:
+        quotes += plain.count(b'"', scanned, start)
+        scanned = end
+        if quotes % 2 == 0:
+            if start > done and data[start - 1 : start] == b"-":
+                start -= 1
+            pieces += [data[done:start], b'"\\u0000', data[start:end], b'"']
+            done = end
+    if not pieces:
+        return None
+    pieces.append(data[done:])
+    return b"".join(pieces)
+
+
+def literal(value: Any) -> Any:
+    """`value`, or the float a non-finite literal's marker stands for."""
+    if isinstance(value, str) and value in _LITERAL:
+        return _LITERAL[value]
+    return value
 
 
 def load_json(data: bytes, ctx: Ctx) -> Any:
@@ -75,21 +128,45 @@ def load_json(data: bytes, ctx: Ctx) -> Any:
 
 
 def iter_json_values(data: bytes, ctx: Ctx) -> Iterator[tuple[int, Any]]:
-    """Consecutive JSON values (JSON Lines, or objects appended one after another)."""
-    fast = _fast(data)  # the common case: one value
+    """Consecutive JSON values (JSON Lines, or objects appended one after another), each with
+    the line it starts on. Line by line through orjson; from the first line orjson cannot read
+    as one value (a value over several lines, or an error to name) the stdlib reads the rest."""
+    fast = _fast(data)  # the common case: one value (literals are looked for line by line)
     if fast is not None:
         yield 1, fast
         return
-    text = _text(data, ctx)
+    pos = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    line = 1
+    view = memoryview(data)  # lines as views: a 1 GB line is not copied to be parsed
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        if end < 0:
+            end = len(data)
+        # a long blank line is left to orjson, which refuses it: the stdlib then skips it
+        if end > pos and not (end - pos <= 64 and data[pos:end].isspace()):
+            value = _fast(view[pos:end], literals=True)
+            if value is None:
+                yield from _decoded_values(data, pos, line, ctx)
+                return
+            yield line, value
+        pos = end + 1
+        line += 1
+
+
+def _decoded_values(data: bytes, offset: int, line: int, ctx: Ctx) -> Iterator[tuple[int, Any]]:
+    """The stdlib's reading of the values from byte `offset` (on line `line`) on."""
+    text = _text(data, ctx)  # the whole text, so that errors name the file's own line numbers
     decoder = json.JSONDecoder()
-    pos = 0
+    pos = len(data[:offset].decode("utf-8-sig"))
+    counted = pos
     end = len(text)
     while True:
         while pos < end and text[pos] in " \t\r\n":
             pos += 1
         if pos >= end:
             return
-        line = text.count("\n", 0, pos) + 1
+        line += text.count("\n", counted, pos)
+        counted = pos
         try:
             value, pos = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as exc:
@@ -150,11 +227,13 @@ def _kind(value: Any) -> str:
 
 
 def is_number(value: Any) -> TypeGuard[int | float]:
+    """A JSON number (a non-finite literal's marker is not one: pass it through `literal`)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def finite(value: Any) -> float | None:
     """A JSON number as a finite float, or None (for optional header values such as the load)."""
+    value = literal(value)
     if not is_number(value):
         return None
     try:
@@ -166,6 +245,7 @@ def finite(value: Any) -> float | None:
 
 def number(value: Any, where: str, ctx: Ctx, *, latency: bool = False) -> float:
     """A JSON number; `latency=True` also demands finite and >= 0."""
+    value = literal(value)
     if not is_number(value):
         raise ctx.error(where, f"must be a number, not {_kind(value)}")
     try:
@@ -193,6 +273,7 @@ def numbers(value: Any, where: str, ctx: Ctx, *, latency: bool = False) -> Float
     if inferred.ndim == 1 and inferred.dtype.kind in "fiu":
         out = inferred.astype(np.float64, copy=False)
     else:
+        items = [literal(item) for item in items]
         for i, item in enumerate(items):
             if not is_number(item):
                 raise ctx.error(f"{where}[{i}]", f"must be a number, not {_kind(item)}")
@@ -204,8 +285,29 @@ def numbers(value: Any, where: str, ctx: Ctx, *, latency: bool = False) -> Float
         bad = ~(np.isfinite(out) & (out >= 0.0))
         if bad.any():
             i = int(np.argmax(bad))
-            raise ctx.error(f"{where}[{i}]", f"must be a finite latency >= 0, not {out[i]!r}")
+            bad_value = float(out[i])
+            raise ctx.error(f"{where}[{i}]", f"must be a finite latency >= 0, not {bad_value!r}")
     return out
+
+
+def number_lists(
+    lists: Sequence[Any], where: Callable[[int], str], ctx: Ctx, *, latency: bool = False
+) -> Itl:
+    """Per-request JSON lists of numbers, pooled in one conversion (the same checks and messages
+    as `numbers` on each list, `where(i)` naming list i). Not a Python loop per number: the items
+    are chained into one list that numpy converts; only a file with an error to name is read
+    list by list."""
+    if all(type(item) is list for item in lists):
+        lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+        offsets = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lengths)])
+        flat = list(itertools.chain.from_iterable(lists))
+        inferred = np.asarray(flat) if flat else np.zeros(0)
+        if inferred.ndim == 1 and inferred.dtype.kind in "fiu":
+            values = inferred.astype(np.float64, copy=False)
+            bad = ~(np.isfinite(values) & (values >= 0.0)) if latency else None
+            if bad is None or not bad.any():
+                return Itl(values=values, offsets=offsets)
+    return pooled([numbers(item, where(i), ctx, latency=latency) for i, item in enumerate(lists)])
 
 
 def same_length(arrays: Mapping[str, Sized], ctx: Ctx, prefix: str = "") -> int:

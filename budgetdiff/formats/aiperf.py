@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -27,14 +27,15 @@ from budgetdiff.formats._client import (
     is_number,
     iter_json_values,
     key,
+    literal,
     load_json,
     ms_per,
     number,
+    number_lists,
     obj,
     percentiles,
-    pooled,
 )
-from budgetdiff.table import FloatArray, Run
+from budgetdiff.table import FloatArray, Itl, Run
 
 NAME = "aiperf"
 HINT = "an AIPerf `profile_export.jsonl` or `profile_export_aiperf.json` file"
@@ -49,6 +50,9 @@ _EARLY_AGGREGATE = re.compile(rb'^\s*\{\s*"records"\s*:\s*\{\s*"\w+"\s*:\s*\{\s*
 _EARLY_NAMES = {"ttft": "time_to_first_token", "ttst": "time_to_second_token"}
 EARLY_SCHEMA = "0.1 (records/tag, ttft/ttst)"
 _STATS = re.compile(rb'"(?:time_to_first_token|request_latency)"\s*:\s*\{\s*"unit"')
+
+# the unit strings AIPerf writes, as `ms_per` reads them (it also takes other spellings)
+_MS_PER_UNIT = {"ms": 1.0, "ns": 1e-6, "us": 1e-3, "s": 1000.0}
 
 # aggregate metric -> the summary names it fills
 _SUMMARY_NAMES = {
@@ -94,7 +98,9 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
 def _records(data: bytes, ctx: Ctx) -> Run:
     ttft: list[float] = []
     total: list[float] = []
-    gaps: list[FloatArray] = []
+    gaps: list[Any] = []  # raw JSON lists, converted in one go at the end
+    gap_ms: list[float] = []  # ms per unit of each record's gaps
+    lines: list[int] = []
     isl: list[float] = []
     osl: list[float] = []
     ids: list[str] = []
@@ -119,7 +125,10 @@ def _records(data: bytes, ctx: Ctx) -> Run:
         has_ttft = has_ttft or not math.isnan(first)
         total.append(math.nan if failed else latency)
         ttft.append(math.nan if failed else first)
-        gaps.append(np.empty(0) if failed else _gaps(metrics, where, ctx))
+        raw_gaps, scale = ([], 1.0) if failed else _gaps(metrics, where, ctx)
+        gaps.append(raw_gaps)
+        gap_ms.append(scale)
+        lines.append(line)
         isl.append(_metric(metrics, "input_sequence_length", where, ctx, required=False, scale=1))
         osl.append(_metric(metrics, "output_sequence_length", where, ctx, required=False, scale=1))
         request_id = metadata.get("x_request_id")
@@ -129,6 +138,10 @@ def _records(data: bytes, ctx: Ctx) -> Run:
     n = len(ok)
     if n == 0:
         raise ctx.error("", "holds no profiling records")
+    itl = number_lists(gaps, lambda i: f"line {lines[i]}: {_GAPS_WHERE}", ctx, latency=True)
+    lengths = np.diff(itl.offsets)
+    if lengths.any():
+        itl = Itl(values=itl.values * np.repeat(np.array(gap_ms), lengths), offsets=itl.offsets)
     ok_arr = np.array(ok, dtype=bool)
     total_arr = np.array(total, dtype=np.float64)
     ttft_arr = np.array(ttft, dtype=np.float64)
@@ -166,7 +179,7 @@ def _records(data: bytes, ctx: Ctx) -> Run:
         request_id=np.array(ids, dtype=np.str_) if any(ids) else None,
         input_tokens=None if np.isnan(isl_arr).all() else isl_arr,
         output_tokens=None if np.isnan(osl_arr).all() else osl_arr,
-        itl=pooled(gaps) if any(len(g) for g in gaps) else None,
+        itl=itl if lengths.any() else None,
         start_time=None if np.isnan(start_arr).all() else start_arr,
         duration_s=duration,
         meta={"tool": "aiperf", "schema": EARLY_SCHEMA if early else "current"},
@@ -183,6 +196,11 @@ def _metric(
     scale: float | None = None,
 ) -> float:
     """One `{"value": v, "unit": u}` metric in ms (or times `scale`); NaN when absent."""
+    entry = metrics.get(name)
+    if type(entry) is dict:  # the common case first, without building messages
+        value = entry.get("value")
+        if _plain(value):
+            return value * (scale if scale is not None else _unit_ms(entry, name, where, ctx))
     prefix = f"{where} key 'metrics.{name}"
     if name not in metrics:
         if required:
@@ -201,26 +219,45 @@ def _sub(mapping: dict[str, Any], name: str, where: str, ctx: Ctx) -> dict[str, 
     return obj(key(mapping, name, ctx, where), where, ctx)
 
 
-def _gaps(metrics: dict[str, Any], where: str, ctx: Ctx) -> FloatArray:
-    name = "inter_chunk_latency"
-    prefix = f"{where} key 'metrics.{name}"
-    if name not in metrics:
-        return np.empty(0)
-    entry = obj(metrics[name], f"{prefix}'", ctx)
+_GAPS = "inter_chunk_latency"
+_GAPS_WHERE = f"key 'metrics.{_GAPS}.value'"
+
+
+def _gaps(metrics: dict[str, Any], where: str, ctx: Ctx) -> tuple[list[Any], float]:
+    """One request's gaps as the JSON list (its numbers are checked with every other request's)
+    and the ms per unit they are in."""
+    prefix = f"{where} key 'metrics.{_GAPS}"
+    if _GAPS not in metrics:
+        return [], 1.0
+    entry = obj(metrics[_GAPS], f"{prefix}'", ctx)
     raw = key(entry, "value", ctx, f"{prefix}.value'")
-    if is_number(raw):  # a request with one gap may be written as a bare number
+    if is_number(literal(raw)):  # a request with one gap may be written as a bare number
         raw = [raw]
     values = arr(raw, f"{prefix}.value'", ctx)
-    out = np.empty(len(values))
-    for i, item in enumerate(values):
-        out[i] = number(item, f"{prefix}.value'[{i}]", ctx, latency=True)
-    return out * ms_per(key(entry, "unit", ctx, f"{prefix}.unit'"), f"{prefix}.unit'", ctx)
+    return values, ms_per(key(entry, "unit", ctx, f"{prefix}.unit'"), f"{prefix}.unit'", ctx)
+
+
+def _plain(value: Any) -> TypeGuard[int | float]:
+    """A finite number >= 0 that multiplies without overflow (the checks' fast path)."""
+    kind = type(value)
+    return (kind is float and 0.0 <= value < math.inf) or (kind is int and 0 <= value < 1 << 63)
+
+
+def _unit_ms(entry: dict[str, Any], name: str, where: str, ctx: Ctx) -> float:
+    unit = entry.get("unit")
+    scale = _MS_PER_UNIT.get(unit) if type(unit) is str else None
+    if scale is not None:
+        return scale
+    prefix = f"{where} key 'metrics.{name}"
+    return ms_per(key(entry, "unit", ctx, f"{prefix}.unit'"), f"{prefix}.unit'", ctx)
 
 
 def _ns(metadata: dict[str, Any], name: str, where: str, ctx: Ctx) -> float:
     value = metadata.get(name)
     if value is None:
         return math.nan
+    if _plain(value):
+        return value / 1e9
     return number(value, f"{where} key 'metadata.{name}'", ctx, latency=True) / 1e9
 
 

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from budgetdiff.formats import ReadOptions
 from budgetdiff.formats._client import (
@@ -123,8 +124,10 @@ def _experiment(
             f"{rwhere}.response_timestamps",
             ctx,
         )
-        for j, stamp in enumerate(stamps):  # each a number a float holds, before subtracting
-            number(stamp, f"{rwhere}.response_timestamps[{j}]", ctx)
+        whole = _int_stamps(stamps)  # epoch ns as int64: one array, no check per stamp
+        if whole is None:
+            for j, stamp in enumerate(stamps):  # each a number a float holds, before subtracting
+                number(stamp, f"{rwhere}.response_timestamps[{j}]", ctx)
         outputs = request.get("response_outputs")
         keep = list(range(len(stamps)))
         if openai:
@@ -144,9 +147,15 @@ def _experiment(
             gaps.append(np.empty(0))
             continue
         # subtract before converting: epoch nanoseconds do not fit a float64 exactly
-        rel_ms = np.array(
-            [number(stamps[j] - sent_raw, f"{rwhere}.response_timestamps[{j}]", ctx) for j in keep]
-        )
+        if whole is not None and type(sent_raw) is int and 0 <= sent_raw < 1 << 62:
+            rel_ms = (whole[keep] - sent_raw).astype(np.float64)
+        else:
+            rel_ms = np.array(
+                [
+                    number(stamps[j] - sent_raw, f"{rwhere}.response_timestamps[{j}]", ctx)
+                    for j in keep
+                ]
+            )
         rel_ms /= 1e6
         if not np.isfinite(rel_ms).all() or (rel_ms < 0).any() or (np.diff(rel_ms) < 0).any():
             raise ctx.error(
@@ -182,6 +191,17 @@ def _experiment(
     )
 
 
+def _int_stamps(stamps: list[Any]) -> npt.NDArray[np.int64] | None:
+    """Integer time stamps in [0, 2**62) as an int64 array; None for anything else."""
+    if not stamps or not set(map(type, stamps)) <= {int}:
+        return None
+    try:
+        whole = np.array(stamps, dtype=np.int64)
+    except OverflowError:
+        return None
+    return whole if whole.min() >= 0 and whole.max() < 1 << 62 else None
+
+
 def _has_content(output: Any) -> bool:
     """Whether one recorded response carries generated text (genai-perf's own rule)."""
     if not isinstance(output, dict):
@@ -200,10 +220,15 @@ def _has_content(output: Any) -> bool:
 
 
 def _json_has_content(payload: str) -> bool:
+    import orjson
+
     try:
-        body = json.loads(payload)
-    except (json.JSONDecodeError, RecursionError):
-        return False
+        body = orjson.loads(payload)  # one call per streamed chunk: the fast parser
+    except orjson.JSONDecodeError:
+        try:  # what orjson refuses (NaN, a huge int, deep nesting) the stdlib may still read
+            body = json.loads(payload)
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            return False
     choices = body.get("choices") if isinstance(body, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return False

@@ -10,6 +10,7 @@ nor a per-token gap.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -66,21 +67,10 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     osl = np.full(n, np.nan)
     ok = np.ones(n, dtype=bool)
     for i, raw in enumerate(doc):
-        where = f"[{i}]"
-        row = obj(raw, where, ctx)
-        failed = row.get("error_code") is not None
-        ok[i] = not failed
-        isl[i] = optional_number(
-            row.get("number_input_tokens"), f"{where}.number_input_tokens", ctx
-        )
-        osl[i] = optional_number(
-            row.get("number_output_tokens"), f"{where}.number_output_tokens", ctx
-        )
-        if failed:
-            continue
-        for name, out in (("ttft_s", ttft), ("end_to_end_latency_s", total)):
-            value = key(row, name, ctx, f"{where} key '{name}'")
-            out[i] = number(value, f"{where} key '{name}'", ctx, latency=True) * 1000.0
+        row = _plain_row(raw)
+        if row is None:  # something to check and name: the checked path
+            row = _checked_row(raw, i, ctx)
+        ok[i], isl[i], osl[i], ttft[i], total[i] = row
     decode = total - ttft
     bad = ok & (decode < -1e-6)
     if bad.any():
@@ -100,6 +90,44 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
             meta={"tool": "llmperf", "schema": "individual responses"},
         )
     ]
+
+
+_Row = tuple[bool, float, float, float, float]  # ok, input and output tokens, ttft, total (ms)
+
+
+def _plain_row(raw: Any) -> _Row | None:
+    """A well-formed request without building a message; None when anything needs a check."""
+    if type(raw) is not dict:
+        return None
+    tokens = [raw.get("number_input_tokens"), raw.get("number_output_tokens")]
+    if not all(
+        t is None or type(t) is float or (type(t) is int and abs(t) < 1 << 63) for t in tokens
+    ):
+        return None
+    isl, osl = (math.nan if t is None else float(t) for t in tokens)
+    if raw.get("error_code") is not None:
+        return False, isl, osl, math.nan, math.nan
+    ttft, total = raw.get("ttft_s"), raw.get("end_to_end_latency_s")
+    if not (type(ttft) is float and type(total) is float):
+        return None
+    if not (0.0 <= ttft < math.inf and 0.0 <= total < math.inf):
+        return None
+    return True, isl, osl, ttft * 1000.0, total * 1000.0
+
+
+def _checked_row(raw: Any, i: int, ctx: Ctx) -> _Row:
+    where = f"[{i}]"
+    row = obj(raw, where, ctx)
+    failed = row.get("error_code") is not None
+    isl = optional_number(row.get("number_input_tokens"), f"{where}.number_input_tokens", ctx)
+    osl = optional_number(row.get("number_output_tokens"), f"{where}.number_output_tokens", ctx)
+    if failed:
+        return False, isl, osl, math.nan, math.nan
+    ttft_total = []
+    for name in ("ttft_s", "end_to_end_latency_s"):
+        value = key(row, name, ctx, f"{where} key '{name}'")
+        ttft_total.append(number(value, f"{where} key '{name}'", ctx, latency=True) * 1000.0)
+    return True, isl, osl, ttft_total[0], ttft_total[1]
 
 
 def _summary(doc: dict[str, Any], ctx: Ctx) -> Run:

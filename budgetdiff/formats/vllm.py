@@ -23,15 +23,16 @@ from budgetdiff.formats._client import (
     Ctx,
     finite,
     iter_json_values,
+    literal,
     load_name,
     number,
+    number_lists,
     numbers,
     obj,
-    pooled,
     same_length,
     unique_names,
 )
-from budgetdiff.table import FloatArray, Run
+from budgetdiff.table import BoolArray, FloatArray, Itl, Run
 
 NAME = "vllm"
 HINT = "a `vllm bench serve --save-result --save-detailed` file"
@@ -110,10 +111,8 @@ def _one(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str, latency_key: 
     itl_lists = need("itls")
     if not isinstance(itl_lists, list):
         raise ctx.error(f"{prefix}key 'itls'", "must be a list of lists (one per request)")
-    gaps_s = [
-        numbers(g, f"{prefix}key 'itls'[{i}]", ctx, latency=True) for i, g in enumerate(itl_lists)
-    ]
-    lists: dict[str, Any] = {"ttfts": ttft_s, "itls": gaps_s}
+    gaps_s = number_lists(itl_lists, lambda i: f"{prefix}key 'itls'[{i}]", ctx, latency=True)
+    lists: dict[str, Any] = {"ttfts": ttft_s, "itls": itl_lists}
     total_s: FloatArray | None = None
     if latency_key is not None:
         total_s = numbers(need(latency_key), f"{prefix}key '{latency_key}'", ctx, latency=True)
@@ -136,7 +135,7 @@ def _one(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str, latency_key: 
 
     ok = np.array([not e for e in errors], dtype=bool) if errors is not None else np.ones(n, bool)
     ttft = np.where(ok, ttft_s * 1000.0, np.nan)
-    gaps_ms = [g * 1000.0 if ok[i] else g[:0] for i, g in enumerate(gaps_s)]
+    gaps_ms = _succeeded_gaps(gaps_s, ok)
     if total_s is not None:
         total = np.where(ok, total_s * 1000.0, np.nan)
         decode = total - ttft
@@ -148,8 +147,7 @@ def _one(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str, latency_key: 
             )
         decode = np.maximum(decode, 0.0)
     else:
-        decode = np.array([float(g.sum()) for g in gaps_ms]) if n else np.empty(0)
-        decode = np.where(ok, decode, np.nan)
+        decode = np.where(ok, _sums(gaps_ms), np.nan)
         total = ttft + decode
     return Run(
         source=ctx.source,
@@ -160,7 +158,7 @@ def _one(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str, latency_key: 
         ok=ok,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
-        itl=pooled(gaps_ms),
+        itl=gaps_ms,
         start_time=start_time,
         duration_s=_opt_float(result, "duration"),
         meta={**_meta(result, tool), "schema": DETAILED},
@@ -194,6 +192,23 @@ def _aggregate(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str) -> Run:
     )
 
 
+def _succeeded_gaps(gaps_s: Itl, ok: BoolArray) -> Itl:
+    """The gaps in ms, a failed request's left out."""
+    lengths = np.where(ok, np.diff(gaps_s.offsets), 0)
+    offsets = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lengths)])
+    values = gaps_s.values if ok.all() else gaps_s.values[np.repeat(ok, np.diff(gaps_s.offsets))]
+    return Itl(values=values * 1000.0, offsets=offsets)
+
+
+def _sums(itl: Itl) -> FloatArray:
+    """Each request's gaps summed (0 for a request without gaps)."""
+    out = np.zeros(len(itl.offsets) - 1)
+    has = np.diff(itl.offsets) > 0
+    if has.any():
+        out[has] = np.add.reduceat(itl.values, itl.offsets[:-1][has])
+    return out
+
+
 def _opt_numbers(result: dict[str, Any], name: str, ctx: Ctx, prefix: str) -> FloatArray | None:
     value = result.get(name)
     if value is None:
@@ -206,6 +221,7 @@ def _strings(value: Any, where: str, ctx: Ctx) -> list[str]:
         raise ctx.error(where, "must be a list of strings (one per request)")
     out = []
     for i, item in enumerate(value):
+        item = literal(item)  # a NaN stays what it is: not a string
         if item is None:
             item = ""
         if not isinstance(item, str):
@@ -236,7 +252,7 @@ def _meta(result: dict[str, Any], tool: str) -> dict[str, str | float]:
     concurrency = finite(result.get("max_concurrency"))
     if concurrency is not None:
         meta["concurrency"] = concurrency
-    rate = result.get("request_rate")
+    rate = literal(result.get("request_rate"))
     rate_value = finite(rate)
     if rate_value is not None:
         meta["rate"] = rate_value
