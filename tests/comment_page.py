@@ -36,10 +36,11 @@ def gfm(markdown: str) -> str:
     return cmarkgfm.github_flavored_markdown_to_html(markdown, options)
 
 
-def comment_page(markdown: str, mermaid_js: Path) -> str:
-    """A page showing the comment, its Mermaid fences drawn, every <details> open."""
+def comment_page(markdown: str, mermaid_js: Path, *, open_details: bool = True) -> str:
+    """A page showing the comment, its Mermaid fences drawn (and every <details> open)."""
     body = _FENCE.sub(lambda m: f'<pre class="mermaid">{m.group(1)}</pre>', gfm(markdown))
-    body = body.replace("<details>", "<details open>")
+    if open_details:
+        body = body.replace("<details>", "<details open>")
     return f"""<!doctype html><html><head><meta charset="utf-8"><style>{STYLE}</style>
 <script src="{mermaid_js.resolve().as_uri()}"></script></head>
 <body><div class="comment">{body}</div>
