@@ -633,7 +633,9 @@ def test_accept_label_turns_a_failing_regression_into_warn(
     assert "accepted the regression of decode with the label `budgetdiff:accept`" in body
     assert "budgetdiff rebudget --head FILE --write" in body
     report = json.loads(Path(outputs(env)["report-json"]).read_text())
-    assert [f["fails"] for f in report["findings"] if f["kind"] == "regression"] == [False]
+    regression = [f for f in report["findings"] if f["kind"] == "regression"]
+    assert [(f["fails"], f["accepted"]) for f in regression] == [(False, True)]
+    assert report["accepted"] == {"label": "budgetdiff:accept", "by": "@Codertocat"}
     out = capsys.readouterr().out
     assert "::error" not in out  # nothing fails, so no error annotation
 

@@ -85,8 +85,10 @@ def _document(
         lines += _summary(report)
     for s in scenarios:
         if len(report.scenarios) > 1:
+            # the worst scenario, the one the heading speaks of, is open
+            fold = "<details open>" if s is report.main else "<details>"
             lines += [
-                f"<details><summary>{ICON[s.verdict]} {md(s.comparison.name or 'default')}: "
+                f"{fold}<summary>{ICON[s.verdict]} {md(s.comparison.name or 'default')}: "
                 f"{headline(s)}</summary>",
                 "",
                 *body(s),
@@ -113,6 +115,8 @@ def _verdict_line(report: Report, resolved: bool = False) -> str:
     title = "" if report.id == "default" else f"{md(report.id)}: "
     icon = ICON[report.verdict]
     answer = headline(report.main)
+    if len(report.scenarios) > 1:  # which scenario the heading speaks of
+        answer = f"{md(report.main.comparison.name or 'default')}: {answer}"
     if resolved:
         answer = f"Resolved: {answer}"
     if report.accepted is not None and report.verdict != "fail":
