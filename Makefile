@@ -1,5 +1,5 @@
 # Quickstart: `make demo` (set up and run the bundled example), `make test` (lint, types, tests).
-.PHONY: demo test bench golden lock clean
+.PHONY: demo test bench golden screenshot lock clean
 
 demo:
 	@bash scripts/setup.sh runtime
@@ -14,7 +14,14 @@ bench:
 
 golden:
 	@bash scripts/setup.sh dev
-	.venv/bin/pytest tests/test_golden.py --update-golden
+	.venv/bin/pytest tests/test_golden.py tests/test_comment_states.py --update-golden
+
+# PNGs of the rendered PR comment (headless Chromium, the real Mermaid): docs/comment-demo.png
+# for the README, and every golden comment state under build/screenshots/.
+screenshot:
+	@bash scripts/setup.sh dev
+	@bash scripts/setup-browser.sh
+	.venv/bin/python tools/screenshot.py --all
 
 clean:
 	rm -rf .venv build *.egg-info .pytest_cache .mypy_cache .ruff_cache

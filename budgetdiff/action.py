@@ -33,6 +33,7 @@ INPUTS = {
     "comment-author": "INPUT_COMMENT_AUTHOR",
     "results-artifact": "INPUT_RESULTS_ARTIFACT",
     "allow-missing-base": "INPUT_ALLOW_MISSING_BASE",
+    "accept-label": "INPUT_ACCEPT_LABEL",
 }
 
 
@@ -119,6 +120,8 @@ def build(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         if value:
             argv.append(f"--{name}={value}")
     argv.append(f"--comment={_input(environ, 'comment') or 'true'}")
+    if INPUTS["accept-label"] in environ:  # set, even empty (disabled); unset: the default
+        argv.append(f"--accept-label={_input(environ, 'accept-label')}")
     if _flag(environ, "allow-missing-base"):
         argv.append("--allow-missing-base")
     return argv, env

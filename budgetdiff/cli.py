@@ -20,6 +20,7 @@ from budgetdiff.render.text import one_line
 if TYPE_CHECKING:
     from budgetdiff.budget import Budget
     from budgetdiff.formats import ReadOptions
+    from budgetdiff.judge import Acceptance
     from budgetdiff.report import Report
     from budgetdiff.table import Run
 
@@ -101,8 +102,20 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -
             f"base ({', '.join(base_files)}) and head ({', '.join(args.head)}) are the same "
             "bytes: nothing was compared; point --base at the base commit's results"
         )
-    report = evaluate(base, head, budget, fail_on, args.id, no_base, same_input=same)
+    accepted = _accepted(args, env)
+    report = evaluate(
+        base, head, budget, fail_on, args.id, no_base, same_input=same, accepted=accepted
+    )
     return _finish(report, args, env, out)
+
+
+def _accepted(args: argparse.Namespace, env: Mapping[str, str]) -> Acceptance | None:
+    """With --github on a pull request: the accept label, if the PR carries it."""
+    if not (args.github and args.accept_label):
+        return None
+    from budgetdiff.github import event
+
+    return event.acceptance(event.load_event(env), args.accept_label)
 
 
 def cmd_check(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
@@ -461,6 +474,7 @@ def evaluate(
     no_base: str | None,
     *,
     same_input: str | None = None,
+    accepted: Acceptance | None = None,
 ) -> Report:
     """Pair the scenarios, compare and judge each: the Report every renderer reads."""
     from budgetdiff.compare import compare, runs_match
@@ -494,11 +508,17 @@ def evaluate(
             c = compare_aggregate(sides[0], sides[1], budget)
         gone = [r.scenario or "default" for r in base_only] if not scenarios else []
         findings, verdict = judge(
-            c, budget, fail_on, no_base=missing, base_only=gone, same_input=same_input
+            c,
+            budget,
+            fail_on,
+            no_base=missing,
+            base_only=gone,
+            same_input=same_input,
+            accepted=accepted,
         )
         scenarios.append(Scenario(c, tuple(findings), verdict))
     mode = "compare" if base is not None or no_base is not None else "check"
-    return Report(id=report_id, mode=mode, scenarios=tuple(scenarios))
+    return Report(id=report_id, mode=mode, scenarios=tuple(scenarios), accepted=accepted)
 
 
 def _finish(report: Report, args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
@@ -544,6 +564,7 @@ def _publish(report: Report, args: argparse.Namespace, env: Mapping[str, str]) -
         findings=[(f.kind, f.subject, f.fails, f.message) for f in report.findings],
         json_path=json_path,
         render_markdown=lambda limit: render_markdown(report, limit),
+        render_resolved=lambda limit: render_markdown(report, limit, resolved=True),
     )
     github.publish(pub, env, comment=args.comment, comment_author=args.comment_author)
 
@@ -791,9 +812,17 @@ def _common(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument(
         "--comment",
         default=True,
-        type=_boolean,
-        metavar="true|false",
-        help="with --github: post or update the PR comment (default true)",
+        type=_comment_mode,
+        metavar="true|false|on-findings",
+        help="with --github: post or update the PR comment (default true); on-findings: only "
+        "once something is found, and mark it resolved when nothing is found any more",
+    )
+    p.add_argument(
+        "--accept-label",
+        default="budgetdiff:accept",
+        metavar="LABEL",
+        help="with --github: a PR with this label accepts its regressions (verdict warn); "
+        "empty disables",
     )
     if name == "rebudget":
         p.add_argument(
@@ -820,6 +849,17 @@ def _boolean(value: str) -> bool:
     if v in ("false", "0", "no", "off"):
         return False
     raise argparse.ArgumentTypeError(f"{value[:40]!r}: write true or false")
+
+
+def _comment_mode(value: str) -> bool | str:
+    if value.strip().lower() == "on-findings":
+        return "on-findings"
+    try:
+        return _boolean(value)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"{value[:40]!r}: write true, false or on-findings"
+        ) from None
 
 
 def _number(value: str) -> float:

@@ -21,6 +21,15 @@ class Finding:
     subject: str
     fails: bool
     message: str
+    accepted: bool = False  # a regression that would fail, accepted on purpose (a PR label)
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """A pull request's label that accepts its regressions on purpose, and who set it."""
+
+    label: str
+    by: str  # `@login`, or how the label was found when the event does not say who set it
 
 
 @dataclass(frozen=True)
@@ -41,8 +50,10 @@ def judge(
     no_base: str | None = None,
     base_only: Sequence[str] = (),
     same_input: str | None = None,
+    accepted: Acceptance | None = None,
 ) -> tuple[list[Finding], str]:
-    """Findings for one scenario, and its verdict (pass, warn or fail)."""
+    """Findings for one scenario, and its verdict (pass, warn or fail). With `accepted`, a
+    regression that would fail is kept, marked accepted, and fails no more (verdict warn)."""
     fail = set(fail_on)
     raw: list[_Raw] = []
     if no_base is not None:
@@ -61,10 +72,15 @@ def judge(
         )
     if c is not None:
         raw += _findings(c, budget)
-    findings = [
-        Finding(r.kind, r.subject, (r.kind if r.gate == "" else r.gate) in fail, r.message)
-        for r in raw
-    ]
+    findings = []
+    for r in raw:
+        gate = r.kind if r.gate == "" else r.gate
+        fails = gate in fail
+        if fails and accepted is not None and gate == "regression":
+            message = f"{r.message} (accepted by {accepted.by} with the label {accepted.label})"
+            findings.append(Finding(r.kind, r.subject, False, message, accepted=True))
+        else:
+            findings.append(Finding(r.kind, r.subject, fails, r.message))
     verdict = "fail" if any(f.fails for f in findings) else "warn" if findings else "pass"
     return findings, verdict
 

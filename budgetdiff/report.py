@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from budgetdiff.compare import Comparison
-from budgetdiff.judge import Finding, worst
+from budgetdiff.judge import Acceptance, Finding, worst
 
 if TYPE_CHECKING:
     import pandas
@@ -52,6 +52,7 @@ class Report:
     id: str
     mode: str  # "compare" | "check"
     scenarios: tuple[Scenario, ...]
+    accepted: Acceptance | None = None  # the PR label that accepts regressions, when set
 
     @property
     def verdict(self) -> str:
@@ -74,7 +75,13 @@ class Report:
         for s in self.scenarios:
             for f in s.findings:
                 if multi and s.comparison.name:
-                    f = Finding(f.kind, f.subject, f.fails, f"[{s.comparison.name}] {f.message}")
+                    f = Finding(
+                        f.kind,
+                        f.subject,
+                        f.fails,
+                        f"[{s.comparison.name}] {f.message}",
+                        f.accepted,
+                    )
                 out.append(f)
         return out
 

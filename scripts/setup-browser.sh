@@ -14,6 +14,8 @@ apt_install() {
 }
 command -v chromium >/dev/null 2>&1 || apt_install chromium
 command -v npm >/dev/null 2>&1 || apt_install nodejs npm
+# the comment's ✅ ⚠️ ❌ in screenshots (make screenshot); the tests do not need it
+{ command -v fc-list >/dev/null 2>&1 && fc-list | grep -q "Noto Color Emoji"; } || apt_install fonts-noto-color-emoji
 if command -v npm >/dev/null 2>&1; then
   stamp="tests/browser/node_modules/.installed-$(cksum tests/browser/package-lock.json | cut -d' ' -f1)"
   if [ ! -f "$stamp" ]; then

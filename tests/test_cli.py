@@ -39,7 +39,8 @@ def test_tail_regression_is_found_in_all_three_outputs(
     assert "regression" in decode_line
     assert "regression" not in next(ln for ln in table.splitlines() if ln.startswith("prefill"))
     markdown = md_file.read_text()
-    assert "regression: " in markdown.splitlines()[0] and "decode" in markdown.splitlines()[0]
+    heading = markdown.splitlines()[0]  # the answer in words: which SLO, which slice
+    assert heading.startswith("### ❌ End to end p95 +") and heading.endswith("decode regressed")
     code, _, _ = run([*args, "--fail-on", "never"], capsys)
     assert code == 0
 

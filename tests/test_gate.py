@@ -368,3 +368,20 @@ def test_the_terminal_prints_the_notes_the_markdown_folds(
     assert "<details><summary>Notes</summary>" in markdown
     assert "total over, slices under" in markdown
     assert "notes:" in table and "total over, slices under" in table
+
+
+def test_the_action_inputs_comment_and_accept_label_reach_the_cli() -> None:
+    env = {"INPUT_HEAD": "head.csv", "INPUT_BASE": "base.csv"}
+    argv, _ = action.build({**env, "INPUT_COMMENT": "on-findings"})
+    assert "--comment=on-findings" in argv and not any("accept-label" in a for a in argv)
+    argv, _ = action.build({**env, "INPUT_ACCEPT_LABEL": "perf:ok"})
+    assert "--accept-label=perf:ok" in argv
+    argv, _ = action.build({**env, "INPUT_ACCEPT_LABEL": ""})
+    assert "--accept-label=" in argv  # set but empty: disabled
+
+
+def test_comment_takes_true_false_or_on_findings(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:  # argparse: one line, exit 2
+        run(["compare", "--head", "h.csv", "--comment", "sometimes"], capsys)
+    assert e.value.code == 2
+    assert "'sometimes': write true, false or on-findings" in capsys.readouterr().err

@@ -568,3 +568,81 @@ def test_workflow_run_pull_requests_of_this_repository_are_used(
     assert main(demo_args("--fail-on", "never"), environ=env) == 0
     assert len(gh.comments_on(listed["number"])) == 1
     assert not any("/commits/" in r.path for r in gh.requests)
+
+
+# -- on-findings and the accept label (issue 13) -------------------------------------------------
+
+
+def _pair(tmp_path: Path, regressed: bool) -> list[str]:
+    """compare args for a seeded pair against its budget: a pass, or decode regressed (fail)."""
+    from tests.comment_states import BUDGET, _data
+    from tests.helpers import write_table
+
+    base = write_table(tmp_path / "base.csv", _data(1))
+    head = write_table(tmp_path / "head.csv", _data(2, decode_tail=1.3 if regressed else 1.0))
+    budget = tmp_path / "budget.yml"
+    budget.write_text(json.dumps(BUDGET))
+    return ["compare", "--base", str(base), "--head", str(head), "--budget", str(budget)]
+
+
+def test_on_findings_posts_nothing_on_a_pass(tmp_path: Path, gh: FakeGitHub) -> None:
+    env = make_env(tmp_path, gh)
+    argv = [*_pair(tmp_path, regressed=False), "--github", "--comment", "on-findings"]
+    assert main(argv, environ=env) == 0
+    assert gh.comments_on(PR) == []
+    assert not any(r.method in ("POST", "PATCH") for r in gh.requests)
+    assert outputs(env)["verdict"] == "pass"  # the summary and outputs are written all the same
+    assert Path(env["GITHUB_STEP_SUMMARY"]).read_text().startswith("### ✅ End to end p95")
+
+
+def test_on_findings_comments_a_failure_then_marks_it_resolved(
+    tmp_path: Path, gh: FakeGitHub
+) -> None:
+    env = make_env(tmp_path, gh)
+    (tmp_path / "a").mkdir()
+    failing = _pair(tmp_path / "a", regressed=True)
+    assert main([*failing, "--github", "--comment", "on-findings"], environ=env) == 1
+    [first] = gh.comments_on(PR)
+    assert first["body"].split("\n")[1].startswith("### ❌ End to end p95 +")
+    (tmp_path / "b").mkdir()
+    fixed = _pair(tmp_path / "b", regressed=False)
+    assert main([*fixed, "--github", "--comment", "on-findings"], environ=env) == 0
+    [after] = gh.comments_on(PR)  # the same comment, updated: not left stale, not a new one
+    assert after["id"] == first["id"]
+    assert after["body"].split("\n")[1].startswith("### ✅ Resolved: End to end p95")
+    assert "this run finds none" in after["body"]
+
+
+def _labeled(label: str) -> dict[str, object]:
+    payload = event_payload("pull_request.labeled")  # GitHub's own example: label `bug`
+    added = dict(payload["label"], name=label)
+    payload["label"] = added
+    payload["pull_request"] = dict(payload["pull_request"], labels=[added])
+    return payload
+
+
+def test_accept_label_turns_a_failing_regression_into_warn(
+    tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = make_env(tmp_path, gh, "pull_request.labeled", _labeled("budgetdiff:accept"))
+    assert main([*_pair(tmp_path, regressed=True), "--github"], environ=env) == 0
+    assert outputs(env)["verdict"] == "warn"
+    [comment] = gh.comments_on(PR)
+    body = comment["body"]
+    assert body.split("\n")[1].startswith("### ⚠️ Accepted by &#64;&#8203;Codertocat: End to end")
+    assert "accepted the regression of decode with the label `budgetdiff:accept`" in body
+    assert "budgetdiff rebudget --head FILE --write" in body
+    report = json.loads(Path(outputs(env)["report-json"]).read_text())
+    regression = [f for f in report["findings"] if f["kind"] == "regression"]
+    assert [(f["fails"], f["accepted"]) for f in regression] == [(False, True)]
+    assert report["accepted"] == {"label": "budgetdiff:accept", "by": "@Codertocat"}
+    out = capsys.readouterr().out
+    assert "::error" not in out  # nothing fails, so no error annotation
+
+
+def test_another_label_or_none_accepts_nothing(tmp_path: Path, gh: FakeGitHub) -> None:
+    env = make_env(tmp_path, gh, "pull_request.labeled", _labeled("bug"))
+    assert main([*_pair(tmp_path, regressed=True), "--github"], environ=env) == 1
+    env = make_env(tmp_path, gh, "pull_request.labeled", _labeled("budgetdiff:accept"))
+    argv = [*_pair(tmp_path, regressed=True), "--github", "--accept-label", ""]
+    assert main(argv, environ=env) == 1  # disabled

@@ -96,6 +96,7 @@ def test_no_html_no_mention_no_markup(hostile_report: tuple[str, dict]) -> None:
         "code",
         "em",
         "h4",
+        "pre",  # the budget chart's ```mermaid fence (its text: test_chart_names_...)
     }
     assert html.count("<details>") == html.count("</details>")
     assert html.count("<table>") == html.count("</table>")
@@ -143,3 +144,19 @@ def test_the_pr_comment_keeps_its_tables(hostile_report: tuple[str, dict]) -> No
     )
     assert len(re.findall(r"<tr>", slice_table)) == 1 + len(budget["slices"])
     assert not re.search(r"@someone", html)
+
+
+def test_chart_names_are_inert_inside_mermaid(hostile_report: tuple[str, dict]) -> None:
+    """Inside the ```mermaid fence no name can end the fence, start a comment or directive, or
+    end a task's text: each is reduced to safe characters (the Chromium test renders it)."""
+    markdown, budget = hostile_report
+    fences = re.findall(r"```mermaid\n(.*?)\n```", markdown, flags=re.S)
+    assert len(fences) == 1
+    lines = fences[0].split("\n")
+    tasks = lines[lines.index("    section head") + 1 :]
+    assert len(tasks) == len(budget["slices"])  # one line per slice: no name broke a line
+    for task in tasks:
+        text, meta = task.rsplit(" :", 1)
+        assert re.fullmatch(r"    [\w .()+/,-]+", text), task
+        assert re.fullmatch(r"(crit, )?\d+, \d+", meta), task
+    assert "`" not in fences[0] and "%%" not in fences[0] and "click" not in fences[0]

@@ -46,6 +46,8 @@ class Publication:
     findings: list[tuple[str, str, bool, str]]  # (kind, subject, fails, message); user text
     json_path: Path
     render_markdown: Callable[[int], str]  # the report in at most N characters
+    # the same, headed "resolved": what an earlier comment becomes once nothing is found
+    render_resolved: Callable[[int], str] | None = None
 
 
 def validate_report_id(report_id: str) -> str:
@@ -94,12 +96,15 @@ def publish(
     pub: Publication,
     environ: Mapping[str, str],
     *,
-    comment: bool = True,
+    comment: bool | str = True,
     comment_author: str = DEFAULT_AUTHOR,
     transport: httpx.BaseTransport | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> list[str]:
-    """Summary, outputs, the PR comment, then annotations; returns the warnings it printed."""
+    """Summary, outputs, the PR comment, then annotations; returns the warnings it printed.
+
+    `comment="on-findings"`: no comment while the verdict is pass; an earlier comment is
+    updated to say the problem is resolved rather than left stale."""
     validate_report_id(pub.report_id)
     notes = _Notes(environ.get("GITHUB_TOKEN", ""))
 
@@ -126,7 +131,8 @@ def publish(
     if comment:
         url: str | None = None
         try:
-            url = _comment(pub, environ, comment_author, transport, sleep, notes)
+            only_update = comment == "on-findings" and pub.verdict == "pass"
+            url = _comment(pub, environ, comment_author, transport, sleep, notes, only_update)
         except PublishError as exc:
             notes.warning(_explain(exc, environ))
         except Exception as exc:
@@ -179,6 +185,7 @@ def _comment(
     transport: httpx.BaseTransport | None,
     sleep: Callable[[float], None],
     notes: _Notes,
+    only_update: bool = False,
 ) -> str | None:
     event_name = environ.get("GITHUB_EVENT_NAME", "")
     if event_name not in (*event.PR_EVENTS, "workflow_run"):
@@ -207,12 +214,20 @@ def _comment(
                     f"run's {pr.head_sha[:12]}; leaving the comment to the newer run"
                 )
                 return None
-        body = comment.comment_body(pub.report_id, pub.render_markdown)
+        render = pub.render_markdown
+        if only_update and pub.render_resolved is not None:
+            render = pub.render_resolved
+        body = comment.comment_body(pub.report_id, render)
         try:
-            result = comment.upsert(client, repo, pr.number, pub.report_id, body, author)
+            result = comment.upsert(
+                client, repo, pr.number, pub.report_id, body, author, only_update=only_update
+            )
         except ApiError as exc:
             exc.args = (f"PR #{pr.number}: {exc}",)
             raise
+    if result is None:
+        print("budgetdiff: nothing found and no earlier comment: no comment", file=sys.stderr)
+        return None
     for message in result.warnings:
         notes.warning(message)
     print(f"budgetdiff: {result.action} comment {result.url}", file=sys.stderr)

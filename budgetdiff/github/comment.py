@@ -112,16 +112,24 @@ def find_ours(
 
 
 def upsert(
-    client: GitHubClient, repo: str, number: int, report_id: str, body: str, author: str
-) -> CommentResult:
-    """Create or update our comment; never leave more than one for this id.
+    client: GitHubClient,
+    repo: str,
+    number: int,
+    report_id: str,
+    body: str,
+    author: str,
+    *,
+    only_update: bool = False,
+) -> CommentResult | None:
+    """Create or update our comment; never leave more than one for this id. `only_update`:
+    update one that exists, create none (None when there is none).
 
     A create that failed with a server error may still have happened, so its retry starts by
     looking again rather than posting again. (Reads are retried inside the client.)
     """
     for attempt in range(1, MAX_ATTEMPTS + 1):
         try:
-            return _upsert_once(client, repo, number, report_id, body, author)
+            return _upsert_once(client, repo, number, report_id, body, author, only_update)
         except ApiError as exc:
             if not (exc.transient and exc.method == "POST") or attempt == MAX_ATTEMPTS:
                 raise
@@ -130,8 +138,14 @@ def upsert(
 
 
 def _upsert_once(
-    client: GitHubClient, repo: str, number: int, report_id: str, body: str, author: str
-) -> CommentResult:
+    client: GitHubClient,
+    repo: str,
+    number: int,
+    report_id: str,
+    body: str,
+    author: str,
+    only_update: bool = False,
+) -> CommentResult | None:
     ours = find_ours(client, repo, number, report_id, author)
     # Update first, then remove duplicates (left by a race or an older tool): a duplicate that a
     # concurrent run already deleted must not stop the update.
@@ -143,6 +157,8 @@ def _upsert_once(
         removed, failed = _delete(client, repo, ours[index + 1 :])
         url = _url(data) or _url(candidate)
         return CommentResult("updated", comment_id, url, removed, failed)
+    if only_update:
+        return None
 
     response = client.request(
         "POST", f"/repos/{repo}/issues/{number}/comments", json_body={"body": body}

@@ -10,6 +10,7 @@ from typing import Any
 
 from budgetdiff.errors import PublishError
 from budgetdiff.github.api import ApiError, GitHubClient
+from budgetdiff.judge import Acceptance
 
 PR_EVENTS = ("pull_request", "pull_request_target")
 
@@ -132,3 +133,25 @@ def current_head_sha(client: GitHubClient, repo: str, number: int) -> str | None
         return None
     sha = _dict(data.get("head")).get("sha")
     return sha if isinstance(sha, str) and sha else None
+
+
+def acceptance(payload: Mapping[str, Any], label: str) -> Acceptance | None:
+    """The accept label, when the event's pull request carries it (names compared as GitHub
+    does, ignoring case), and who set it when the event says so (a `labeled` event)."""
+    labels = _dict(payload.get("pull_request")).get("labels")
+    names = [_dict(entry).get("name") for entry in (labels if isinstance(labels, list) else [])]
+    wanted = label.casefold()
+    if not any(isinstance(n, str) and n.casefold() == wanted for n in names):
+        return None
+    by = "a reviewer"
+    sender = _dict(payload.get("sender")).get("login")
+    added = _dict(payload.get("label")).get("name")
+    if (
+        payload.get("action") == "labeled"
+        and isinstance(added, str)
+        and added.casefold() == wanted
+        and isinstance(sender, str)
+        and sender
+    ):
+        by = f"@{sender}"
+    return Acceptance(label=label, by=by)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from budgetdiff.compare import Comparison, Row, Side
 from budgetdiff.render.numbers import ms, num, pct, signed_ms
 from budgetdiff.whatif import FixFirst
@@ -29,7 +31,7 @@ def inputs(c: Comparison) -> str:
     return "read: " + " · ".join(f"{n} {read_as(s)}" for n, s in sides)
 
 
-def change(r: Row) -> str:
+def change(r: Row, words: Mapping[str, str] = CHANGE_WORDS) -> str:
     """`+14.9% [+13.1, +16.7] regression`, `+0.4% [-2.1, +2.9] ~ (80% chance to catch ≥ 6%)`."""
     if r.change is None:
         return ""
@@ -40,7 +42,7 @@ def change(r: Row) -> str:
         if r.ci_ms is not None and r.base_ms:
             lo, hi = (100 * v / r.base_ms for v in r.ci_ms)
             text += f" [{lo:+.1f}, {hi:+.1f}]"
-    word = CHANGE_WORDS[r.change]
+    word = words[r.change]
     if r.change == "inconclusive":
         if r.needed:
             word += f" (needs {r.needed} requests)"

@@ -21,6 +21,9 @@ def report_dict(report: Report) -> dict[str, Any]:
     out: dict[str, Any] = {"schema": SCHEMA, "id": report.id, "mode": report.mode}
     out.update(main)
     out["verdict"] = report.verdict  # the worst scenario's; its findings are the top level's
+    # the PR label that accepted regressions on purpose (their findings say `accepted: true`)
+    a = report.accepted
+    out["accepted"] = None if a is None else {"label": a.label, "by": a.by}
     if len(report.scenarios) > 1:
         out["scenarios"] = [_scenario(s) for s in report.scenarios]
     return out

@@ -3,21 +3,46 @@ everything else folded. Every piece of text from the input goes through `text.md
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from budgetdiff.compare import Comparison, Row
+from budgetdiff.judge import Finding
 from budgetdiff.render import cells
+from budgetdiff.render.chart import budget_chart
 from budgetdiff.render.numbers import ms, num, pct, signed_ms
 from budgetdiff.render.text import md
 from budgetdiff.report import Report, Scenario
 
 GITHUB_COMMENT_LIMIT = 65_536
 ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
+# A finding's kind as a reader says it
+KIND_WORDS = {
+    "no_base": "no base results",
+    "same_input": "base and head are the same file",
+    "breach": "SLO breached",
+    "low_headroom": "low headroom",
+    "over_budget": "over budget",
+    "overallocated": "slice budgets over the SLO",
+    "regression": "regression",
+    "failure_rate": "more requests failed",
+    "failures": "some requests failed",
+    "not_comparable": "different workloads",
+    "inconclusive": "too few requests to tell",
+    "infeasible": "SLO not reachable",
+    "unmeasured": "a target not measured",
+    "scenario_missing": "a scenario not run",
+}
+# `~` is the terminal's short word; in the comment it is said
+CHANGE_WORDS = {**cells.CHANGE_WORDS, "none": "no clear change"}
 STATUS_ICON = {"ok": "✅", "low_headroom": "⚠️", "breach": "❌"}
 
 
-def render_markdown(report: Report, limit: int = GITHUB_COMMENT_LIMIT) -> str:
-    """The whole report, or as much as fits in `limit` characters, saying what was cut."""
+def render_markdown(
+    report: Report, limit: int = GITHUB_COMMENT_LIMIT, *, resolved: bool = False
+) -> str:
+    """The whole report, or as much as fits in `limit` characters, saying what was cut.
+    `resolved`: the comment an earlier run posted, now that nothing is found."""
     levels: list[tuple[str, Callable[[Scenario], list[str]]]] = [
         ("", lambda s: _scenario(s, report, details=True, all_slices=True)),
         ("the folded details", lambda s: _scenario(s, report, details=False, all_slices=True)),
@@ -28,11 +53,11 @@ def render_markdown(report: Report, limit: int = GITHUB_COMMENT_LIMIT) -> str:
     ]
     for cut, body in levels:
         for scenarios in (report.scenarios, (report.main,)):
-            text = _document(report, scenarios, body, cut, scenarios != report.scenarios)
+            text = _document(report, scenarios, body, cut, scenarios != report.scenarios, resolved)
             if len(text) <= limit:
                 return text
     # Last resort: the verdict line and the regressions, nothing else.
-    head = _verdict_line(report)
+    head = _verdict_line(report, resolved)
     tail = (
         "\n\n_Cut to fit GitHub's size limit: run `budgetdiff` locally or see the JSON report._\n"
     )
@@ -47,10 +72,31 @@ def _document(
     body: Callable[[Scenario], list[str]],
     cut: str,
     dropped_scenarios: bool,
+    resolved: bool,
 ) -> str:
-    lines = [_verdict_line(report), ""]
+    lines = [_verdict_line(report, resolved), ""]
+    if resolved:
+        lines += [
+            "_An earlier run of this pull request found a problem; this run finds none._",
+            "",
+        ]
+    lines += _accepted(report)
+    if len(report.scenarios) > 1:
+        lines += _summary(report)
     for s in scenarios:
-        lines += body(s)
+        if len(report.scenarios) > 1:
+            # the worst scenario, the one the heading speaks of, is open
+            fold = "<details open>" if s is report.main else "<details>"
+            lines += [
+                f"{fold}<summary>{ICON[s.verdict]} {md(s.comparison.name or 'default')}: "
+                f"{headline(s)}</summary>",
+                "",
+                *body(s),
+                "</details>",
+                "",
+            ]
+        else:
+            lines += body(s)
     lines.append(f"<sub>{md(cells.inputs(report.main.comparison), 400)}</sub>")
     what = [cut] if cut else []
     if dropped_scenarios:
@@ -64,32 +110,103 @@ def _document(
     return "\n".join(lines) + "\n"
 
 
-def _verdict_line(report: Report) -> str:
-    fails = [f for f in report.findings if f.fails]
-    warns = [f for f in report.findings if not f.fails]
-    title = "budgetdiff" if report.id == "default" else f"budgetdiff · {md(report.id)}"
-    if report.verdict == "pass":
-        summary = "every SLO holds, no regression"
+def _verdict_line(report: Report, resolved: bool = False) -> str:
+    """The answer in words: did it pass, which SLO is at risk, which slice caused it."""
+    title = "" if report.id == "default" else f"{md(report.id)}: "
+    icon = ICON[report.verdict]
+    answer = headline(report.main)
+    if len(report.scenarios) > 1:  # which scenario the heading speaks of
+        answer = f"{md(report.main.comparison.name or 'default')}: {answer}"
+    if resolved:
+        answer = f"Resolved: {answer}"
+    if report.accepted is not None and report.verdict != "fail":
+        answer = f"Accepted by {md(report.accepted.by, 60)}: {answer}"
+    return f"### {icon} {title}{answer}"
+
+
+def headline(s: Scenario) -> str:
+    """`End to end p95 +1,082 ms (+24%), 6.7% headroom left: decode regressed`."""
+    c = s.comparison
+    p = f"p{c.percentile:g}"
+    row = at_risk(c)
+    if row is None:
+        what = ""
+    elif row.status == "breach":
+        over = (row.head_ms or 0) - (row.target_ms or 0)
+        what = f"{_capital(md(row.label))} {p} {ms(row.head_ms)}, over its target by {ms(over)}"
     else:
-        parts = []
-        for kind, label in (("regression", "regression"), ("breach", "SLO breached")):
-            subjects = [f.subject for f in report.findings if f.kind == kind]
-            if subjects:
-                parts.append(f"{label}: {', '.join(md(s, 40) for s in dict.fromkeys(subjects))}")
-        other = [f for f in (*fails, *warns) if f.kind not in ("regression", "breach")]
-        if other:
-            kinds = ", ".join(dict.fromkeys(f.kind.replace("_", " ") for f in other))
-            parts.append(kinds)
-        summary = "; ".join(parts)
-    return f"### {ICON[report.verdict]} {title}: {report.verdict} · {summary}"
+        change = (
+            f"{signed_ms(row.delta_ms)} ({pct(row.delta_pct, 0, signed=True)})"
+            if row.change == "regression" and row.delta_ms is not None
+            else ms(row.head_ms)
+        )
+        what = f"{_capital(md(row.label))} {p} {change}, {pct(row.headroom_pct)} headroom left"
+    return ": ".join(x for x in (what, _cause(s)) if x) or "evaluated"
+
+
+def at_risk(c: Comparison) -> Row | None:
+    """The SLO metric a reviewer should look at: a breach, else the least headroom (a
+    regressed one first), else the largest regression without a target."""
+    targeted = [r for r in c.slo if r.status is not None]
+    order = {"breach": 0, "low_headroom": 1, "ok": 2}
+    if targeted:
+        return min(
+            targeted,
+            key=lambda r: (
+                order[r.status or "ok"],
+                r.change != "regression",
+                r.headroom_pct if r.headroom_pct is not None else math.inf,
+            ),
+        )
+    regressed = [r for r in c.slo if r.change == "regression"]
+    return max(regressed, key=lambda r: r.delta_pct or 0.0, default=None)
+
+
+def _cause(s: Scenario) -> str:
+    """Why, in words: the slices that regressed or went over budget, or the findings' kinds."""
+    c = s.comparison
+    if s.verdict == "pass":
+        return "no regression, every SLO holds" if c.base is not None else "every SLO holds"
+    regressed = [r for r in c.slices if r.change == "regression"]
+    regressed.sort(key=lambda r: -(r.tail_change_ms or r.delta_ms or 0.0))
+    over = [r for r in c.slices if r.over_budget and r not in regressed]
+    parts = ["no base results"] if any(f.kind == "no_base" for f in s.findings) else []
+    if regressed:
+        parts.append(f"{_names(regressed)} regressed")
+    if over:
+        parts.append(f"{_names(over)} over budget")
+    if not regressed and not over:
+        slo = [r.label for r in c.slo if r.change == "regression"]
+        if slo:
+            parts.append(f"{', '.join(md(n) for n in slo)} regressed")
+    if not regressed:  # what else was found, in words (the heading said the SLO already)
+        said = {"low headroom", "over budget", "SLO breached", "regression", *parts}
+        kinds = [KIND_WORDS.get(f.kind, f.kind.replace("_", " ")) for f in s.findings]
+        parts += [k for k in dict.fromkeys(kinds) if k not in said][:3]
+    return ", ".join(parts)
+
+
+def _names(rows: list[Row]) -> str:
+    names = [md(r.label, 40) for r in rows]
+    if len(names) > 3:
+        names = [*names[:2], f"{len(names) - 2} more"]
+    return " and ".join(names) if len(names) <= 2 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -> list[str]:
     c = s.comparison
     p = f"p{c.percentile:g}"
     lines: list[str] = []
-    if len(report.scenarios) > 1:
-        lines += [f"#### {ICON[s.verdict]} scenario {md(c.name or 'default')}: {s.verdict}", ""]
+    causes = _causes(s)
+    if causes:
+        lines += [*causes, ""]
+    chart = budget_chart(c)
+    if chart:
+        lines += [*chart, ""]
     if c.headline:
         lines += [f"**{md(c.headline, 200)}**", ""]
     lines += [_requests_line(c), ""]
@@ -108,12 +225,15 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
             _target(r),
             *([num(r.base_ms)] if compare else []),
             num(r.head_ms),
-            *([md(cells.change(r), 200)] if compare else []),
+            *([md(cells.change(r, CHANGE_WORDS), 200)] if compare else []),
             f"{STATUS_ICON[r.status]} {pct(r.headroom_pct)}" if r.status else "",
         ]
         for r in c.slo
     ]
     lines += _table(head, body, "lrrrlr" if compare else "lrrr")
+    moved = _attainment_moved(c)
+    if moved:
+        lines += ["", moved]
     meaning = cells.definitions(c)
     if meaning:
         lines += ["", f"<sub>{md(meaning, 300)}</sub>"]
@@ -135,7 +255,7 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
                 _target(r),
                 *([num(r.base_ms)] if compare else []),
                 num(r.head_ms),
-                *([md(cells.change(r), 200)] if compare else []),
+                *([md(cells.change(r, CHANGE_WORDS), 200)] if compare else []),
                 cells.part(r),
                 ("❌ " if r.over_budget else "") + cells.budget_use(r).replace(" OVER", ""),
                 md(cells.share(r)),
@@ -145,15 +265,73 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
         lines += ["", *_table(head, body, "lrrrlrrr" if compare else "lrrrrr")]
         if any(r.part_ms is not None for r in rows):
             lines += ["", f"<sub>{cells.budget_meaning(c)}</sub>"]
-    if s.findings:
-        lines += [""] + [
-            f"- {'❌' if f.fails else '⚠️'} **{f.kind.replace('_', ' ')}**: {md(f.message, 400)}"
-            for f in s.findings
-        ]
+    others = [f for f in s.findings if f.kind != "regression"]
+    if others:
+        lines += [""] + [_bullet(f) for f in others]
     if details:
         lines += _details(c)
     lines.append("")
     return lines
+
+
+def _bullet(f: Finding) -> str:
+    icon = "❌" if f.fails else "✔️" if f.accepted else "⚠️"
+    kind = "accepted regression" if f.accepted else KIND_WORDS.get(f.kind, f.kind)
+    return f"- {icon} **{kind}**: {md(f.message, 400)}"
+
+
+def _causes(s: Scenario) -> list[str]:
+    """One bullet per cause (a regressed slice, with the SLO rows it moved)."""
+    return [_bullet(f) for f in s.findings if f.kind == "regression"]
+
+
+def _accepted(report: Report) -> list[str]:
+    a = report.accepted
+    if a is None or not any(f.accepted for f in report.findings):
+        return []
+    what = ", ".join(dict.fromkeys(md(f.subject, 40) for f in report.findings if f.accepted))
+    return [
+        f"> [!NOTE]\n> {md(a.by, 60)} accepted the regression of {what} with the label "
+        f"`{md(a.label, 50)}`: it no longer fails the check. If the new numbers are the new "
+        "normal, move the budget to them with `budgetdiff rebudget --head FILE --write` "
+        "(the proposal is below).",
+        "",
+    ]
+
+
+def _summary(report: Report) -> list[str]:
+    """Several scenarios: one row each, before the folded reports."""
+    body = []
+    for s in report.scenarios:
+        c = s.comparison
+        row = at_risk(c)
+        owner = [r for r in c.slices if r.change == "regression"] or [
+            r for r in c.slices if r.over_budget
+        ]
+        body.append(
+            [
+                md(c.name or "default"),
+                f"{ICON[s.verdict]} {s.verdict}",
+                md(f"{row.label} p{c.percentile:g}") if row is not None else "–",
+                pct(row.headroom_pct) if row is not None and row.headroom_pct is not None else "–",
+                _names(owner) if owner else "–",
+            ]
+        )
+    head = ["scenario", "verdict", "SLO at risk", "headroom", "owner (slice)"]
+    return [*_table(head, body, "lllrl"), ""]
+
+
+def _attainment_moved(c: Comparison) -> str | None:
+    """`SLO attainment 99.1% -> 96.2% of requests`, beside the SLO table when it moved."""
+    if c.base is None or c.base.attainment is None or c.head.attainment is None:
+        return None
+    b, h = c.base.attainment, c.head.attainment
+    if abs(h.pct - b.pct) < 0.5:
+        return None
+    return (
+        f"**SLO attainment {pct(b.pct)} → {pct(h.pct)}** of requests met every target "
+        f"({h.pct - b.pct:+.1f} points; see below)"
+    )
 
 
 def _requests_line(c: Comparison) -> str:

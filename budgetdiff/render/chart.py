@@ -1,0 +1,80 @@
+"""The budget as a picture: a Mermaid gantt chart of each slice's part of the total's percentile,
+laid end to end for the budget, base and head, against the SLO (GitHub draws it in a comment).
+
+Every name from the data goes through `label`: Mermaid has no escape for a gantt task's text,
+so anything outside a small safe set of characters is replaced, and a name that would read as
+a Mermaid keyword (`click`, `section`, ...) is quoted by a prefix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from budgetdiff.compare import Comparison, Row
+from budgetdiff.render.numbers import num
+
+# Letters and digits of any script, and a few harmless marks; never `:` `;` `#` `%` or a quote,
+# which end a task's text, start a comment or an entity, or a fence's backtick.
+_UNSAFE = re.compile(r"[^\w .()+/-]")
+# Words that start a directive when a line begins with them (Mermaid's gantt grammar).
+_KEYWORDS = re.compile(
+    r"(?i)^(click|section|title|dateformat|axisformat|tickinterval|excludes|includes|"
+    r"todaymarker|inclusiveenddates|topaxis|weekday|weekend|accTitle|accDescr|call|href|vert|"
+    r"gantt|%%)\b"
+)
+MAX_LABEL = 40
+
+
+def label(text: str) -> str:
+    """A name from the data, safe as a Mermaid gantt task's text."""
+    s = _UNSAFE.sub("_", text).strip() or "_"
+    if len(s) > MAX_LABEL:
+        s = s[: MAX_LABEL - 1] + "_"
+    return f"slice {s}" if _KEYWORDS.match(s) else s
+
+
+def budget_chart(c: Comparison) -> list[str] | None:
+    """The chart's lines (a ```mermaid fence), or None when the data has no parts of the total
+    to draw (aggregate-only files, no slices) or no total SLO to draw them against."""
+    total = next((r for r in c.slo if r.name == "total"), None)
+    slices = [r for r in c.slices if r.part_ms is not None]
+    if total is None or total.target_ms is None or not slices:
+        return None
+    p = f"p{c.percentile:g}"
+    slo = total.target_ms
+    lines = [
+        "```mermaid",
+        "gantt",
+        f"    title {p} end to end, slice by slice, against the {num(slo)} ms SLO",
+        "    dateFormat x",
+        "    axisFormat %s.%L s",
+        "    section SLO",
+        f"    SLO {num(slo)} ms :milestone, {slo:.0f}, {slo:.0f}",
+    ]
+    budgeted = [r for r in slices if r.target_ms is not None]
+    if budgeted:
+        lines.append("    section budget")
+        lines += _laid(budgeted, lambda r: r.target_ms, "active")
+    if c.base is not None and all(r.base_part_ms is not None for r in slices):
+        lines.append("    section base")
+        lines += _laid(slices, lambda r: r.base_part_ms, "done")
+    lines.append("    section head")
+    lines += _laid(slices, lambda r: r.part_ms, "head")
+    lines.append("```")
+    return lines
+
+
+def _laid(rows: list[Row], value: Callable[[Row], float | None], tag: str) -> list[str]:
+    out = []
+    start = 0.0
+    for r in rows:
+        width = max(float(value(r) or 0.0), 0.0)
+        end = start + width
+        if tag == "head":
+            flag = "crit, " if r.over_budget or r.change == "regression" else ""
+        else:
+            flag = f"{tag}, "
+        out.append(f"    {label(r.name)} {num(width)} ms :{flag}{start:.0f}, {end:.0f}")
+        start = end
+    return out
