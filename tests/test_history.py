@@ -178,3 +178,47 @@ def test_missing_history_file_is_one_line_exit_2(
 def test_sparkline() -> None:
     assert history.sparkline([1, 2, 3, 4, 5, 6, 7, 8]) == "▁▂▃▄▅▆▇█"
     assert history.sparkline([3, 3]) == "▄▄"
+
+
+def test_trend_page_draws_every_chart_in_chromium(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.browser import chromium, dump_dom
+
+    chromium()
+    runs = build_history(tmp_path, capsys, [1.02**i for i in range(6)])
+    page = tmp_path / "trend.html"
+    code = main(
+        ["compare", "--budget", BUDGET, "--base", str(tmp_path / "main5.csv"),
+         "--head", str(write_run(tmp_path / "pr.csv", 50, 1.15)), "--history", str(runs),
+         "--html", str(page), "--output", "json"], {}
+    )  # fmt: skip
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    text = page.read_text()
+    assert "<script src" not in text and "http" not in text.split("<script>")[0]  # no network
+    dom = dump_dom(page)
+    body = dom[dom.index("<body") : dom.index(">", dom.index("<body"))]
+    assert "data-errors" not in body  # no script error, no chart that threw
+    rows = len(report["slo"]) + len(report["slices"])  # a trend and a CDF for each
+    assert f'data-charts="{2 * rows}"' in body
+    assert dom.count('class="uplot') == 2 * rows
+    assert dom.count("<canvas") == 2 * rows
+    assert "decode at p95 (drift)" in dom and "decode: base vs head" in dom
+
+
+def test_history_command_prints_trends_and_writes_the_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = build_history(tmp_path, capsys, [1.0, 1.0, 1.0, 1.0, 1.3])
+    page = tmp_path / "t.html"
+    assert main(["history", str(runs), "--html", str(page)], {}) == 0
+    out = capsys.readouterr().out
+    decode = next(line for line in out.splitlines() if line.split()[:1] == ["decode"])
+    cumulative = float(decode.split()[2].rstrip("%"))
+    assert 25 < cumulative < 36 and "drift" in decode and page.is_file()
+    assert '"title": "decode at p95 (drift)"' in page.read_text()
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["history", str(empty)], {}) == 2
+    assert "no budgetdiff report" in capsys.readouterr().err
