@@ -41,7 +41,9 @@ EXAMPLES = {
   budgetdiff history history.jsonl                    # the trend of every row, and drift
   budgetdiff history history.jsonl --html trend.html  # a page with a chart per row
   # build one from old results (oldest first): one JSON report per line
-  for f in old/*.csv; do budgetdiff check --head "$f" --output json | jq -c . >> history.jsonl; done""",
+  for f in old/*.csv; do
+    budgetdiff check --head "$f" --output json | jq -c . >> history.jsonl
+  done""",
     "schema": """example:
   budgetdiff schema > budget.schema.json""",
     "whatif": """example:
@@ -142,8 +144,8 @@ def cmd_history(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -
         raise InputError(f"{args.file}: no budgetdiff report in it: one JSON report per line")
     p = f"p{loaded.entries[-1].percentile:g}"
     out.write(
-        f"{args.file}: {len({e.line for e in loaded.entries}):,} run(s); the newest against the {h.window} before it since "
-        "the budget last changed\n"
+        f"{args.file}: {len({e.line for e in loaded.entries}):,} run(s); the newest against "
+        f"the {h.window} before it since the budget last changed\n"
     )
     out.write(f"  {p:<16} {'trend':<20} {'cumulative':>11} {'vs reference':>13}  slower since\n")
     for t in h.trends:
@@ -645,7 +647,7 @@ def _history(args: argparse.Namespace, env: Mapping[str, str]) -> Loaded | None:
 
     empty = Path(path).is_file() and Path(path).stat().st_size == 0  # a history starts empty
     data = b"" if empty else sources.read_bytes(path, None, history.MAX_BYTES)
-    loaded = history.parse(data, path)
+    loaded = history.parse(data, path, env.get("BUDGETDIFF_TREND_LINK") or None)
     for warning in loaded.warnings:
         print(f"budgetdiff: warning: {one_line(warning)}", file=sys.stderr)
     return loaded

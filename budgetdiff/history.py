@@ -63,6 +63,7 @@ class Entry:
 class Loaded:
     entries: tuple[Entry, ...]
     warnings: tuple[str, ...]
+    link: str | None = None  # where the trend page of this run will be
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ class History:
 # ---- reading ----------------------------------------------------------------------------------
 
 
-def parse(data: bytes, source: str) -> Loaded:
+def parse(data: bytes, source: str, link: str | None = None) -> Loaded:
     """The trusted part of each line; a line that is not a report is a warning, not an error."""
     entries: list[Entry] = []
     skipped: list[str] = []
@@ -127,7 +128,7 @@ def parse(data: bytes, source: str) -> Loaded:
     shown = skipped[:MAX_WARNINGS]
     if len(skipped) > MAX_WARNINGS:
         shown.append(f"{source}: {len(skipped) - MAX_WARNINGS} more line(s) skipped")
-    return Loaded(tuple(entries), tuple(shown))
+    return Loaded(tuple(entries), tuple(shown), link)
 
 
 class _Skip(Exception):
@@ -265,6 +266,7 @@ def _analyse(
         len(window),
         loaded.warnings,
         bool(loaded.entries) and not window,
+        loaded.link,
     )
 
 

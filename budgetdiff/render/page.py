@@ -87,7 +87,10 @@ def _thin(v: Any) -> Any:
 _CODE = r"""
 (function () {
   var errors = [];
-  function fail(msg) { errors.push(String(msg)); document.body.dataset.errors = errors.join(" | "); }
+  function fail(msg) {
+    errors.push(String(msg));
+    document.body.dataset.errors = errors.join(" | ");
+  }
   window.addEventListener("error", function (e) { fail(e.message); });
   var data = JSON.parse(document.getElementById("budgetdiff-data").textContent);
   var root = document.getElementById("charts");
