@@ -7,16 +7,24 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fake_github import FakeGitHub
-from test_github_flows import DEMO, PR, gh, make_env  # noqa: F401 (gh: the fixture)
+from test_github_flows import DEMO, PR, REPO, make_env
 
 from budgetdiff import action
 from budgetdiff.github.history_store import REMOTE_ENV, Store
 
 BRANCH = "budgetdiff-history"
+
+
+@pytest.fixture
+def gh() -> Iterator[FakeGitHub]:
+    with FakeGitHub(repo=REPO) as server:
+        yield server
+    assert server.errors == []
 
 
 @pytest.fixture
@@ -84,8 +92,9 @@ def test_pushes_append_and_pull_requests_only_read(
     assert head_of(remote) == written  # the PR run read the branch and wrote nothing
     [comment] = gh.comments_on(PR)
     assert "**Trend at p95** over 3 run(s)" in comment["body"]
-    assert "https://github.example/Codertocat/Hello-World/actions/runs/77#artifacts" in (
-        comment["body"]
+    assert (
+        "https://github.example/Codertocat/Hello-World/actions/runs/77#artifacts"
+        in (comment["body"])
     )
     page = Path(env["RUNNER_TEMP"]) / "budgetdiff-trend-default.html"
     assert page.is_file() and '"title": "decode at p95' in page.read_text()

@@ -47,8 +47,9 @@ def main_() -> None:
                 f.write(json.dumps(json.loads(buf.getvalue()), separators=(",", ":")) + "\n")
         page = t / "trend.html"
         with contextlib.redirect_stdout(io.StringIO()):
-            main(["compare", "--base", str(t / "14.csv"), "--head", run(t / "pr.csv", 99, 1.02**15),
-                  "--budget", BUDGET, "--history", str(history), "--html", str(page)], {})  # fmt: skip
+            head = run(t / "pr.csv", 99, 1.02**15)
+            main(["compare", "--base", str(t / "14.csv"), "--head", head, "--budget", BUDGET,
+                  "--history", str(history), "--html", str(page)], {})  # fmt: skip
         browser = shutil.which("chromium") or "chromium"
         out.parent.mkdir(parents=True, exist_ok=True)
         subprocess.run(
