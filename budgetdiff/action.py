@@ -175,6 +175,15 @@ def _history_size(environ: Mapping[str, str]) -> int:
     return int(raw)
 
 
+def _commit(line: str) -> object:
+    """The `commit` of a history line (None when it is not a JSON object)."""
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return None
+    return doc.get("commit") if isinstance(doc, dict) else None
+
+
 def _output(environ: Mapping[str, str], name: str, value: str) -> None:
     from budgetdiff.github import actions
 
@@ -196,8 +205,13 @@ def record(environ: Mapping[str, str], env: Mapping[str, str], code: int) -> Non
 
     report_id = validate_report_id(_input(environ, "id") or "default")
     try:
-        default = load_event(environ).get("repository", {}).get("default_branch")
-        if not default or environ.get("GITHUB_REF") != f"refs/heads/{default}":
+        repository = load_event(environ).get("repository")
+        default = repository.get("default_branch") if isinstance(repository, dict) else None
+        if (
+            not isinstance(default, str)
+            or not default
+            or environ.get("GITHUB_REF") != f"refs/heads/{default}"
+        ):
             return
         temp = environ.get("RUNNER_TEMP") or tempfile.gettempdir()
         report = json.loads(Path(temp, f"budgetdiff-{report_id}.json").read_text("utf-8"))
@@ -210,8 +224,9 @@ def record(environ: Mapping[str, str], env: Mapping[str, str], code: int) -> Non
             line,
             _history_size(environ),
             f"budgetdiff history: {report_id} at {sha[:12]}",
+            replaces=lambda old: bool(sha) and _commit(old) == sha,
         )
-    except (PublishError, OSError, ValueError, AttributeError) as exc:
+    except (PublishError, OSError, ValueError) as exc:
         print(actions.command("warning", f"history not written: {exc}", title="budgetdiff"))
 
 

@@ -82,6 +82,8 @@ def test_pushes_append_and_pull_requests_only_read(
     for i in range(3):
         env = action_env(tmp_path, gh, remote, "push", f"{i + 1:x}" * 40)
         assert action.main(env) == 1  # the demo's verdict; the store does not change it
+    env = action_env(tmp_path, gh, remote, "push", "3" * 40)  # a re-run of the same commit
+    assert action.main(env) == 1
     lines = branch_file(remote)
     assert [json.loads(x)["commit"] for x in lines] == [f"{i + 1:x}" * 40 for i in range(3)]
     assert all(json.loads(x)["schema"] == "budgetdiff.report/v1" for x in lines)

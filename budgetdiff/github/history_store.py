@@ -84,9 +84,11 @@ class Store:
         message: str,
         *,
         before_push: Callable[[], None] | None = None,
+        replaces: Callable[[str], bool] | None = None,
     ) -> int:
         """Append `line` to `path` on the branch, keeping the newest `size` lines; retried on a
-        concurrent push. Returns the number of attempts it took."""
+        concurrent push. A newest line that `replaces` matches (a re-run of the same commit) is
+        replaced rather than followed. Returns the number of attempts it took."""
         for attempt in range(1, ATTEMPTS + 1):
             with tempfile.TemporaryDirectory(prefix="budgetdiff-history-") as tmp:
                 git = self._git_in(tmp)
@@ -94,6 +96,8 @@ class Store:
                 parent = self._fetch(git)
                 old = (self._show(git, path) or b"") if parent else b""
                 lines = [x for x in old.decode("utf-8", "replace").splitlines() if x.strip()]
+                if lines and replaces is not None and replaces(lines[-1]):
+                    lines.pop()
                 lines = [*lines, line][-size:]
                 blob = git("hash-object", "-w", "--stdin", stdin="\n".join(lines) + "\n").strip()
                 index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
