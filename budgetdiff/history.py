@@ -31,7 +31,7 @@ SPARK_RUNS = 20  # runs drawn in the comment's sparkline
 MAX_WARNINGS = 5  # skipped lines named one by one; the rest counted
 _SCHEMA = "budgetdiff.report/v1"
 _COMMIT = re.compile(r"[0-9a-fA-F]{7,40}")
-_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
+MAX_NAME = 200  # characters of a row or scenario name
 _BARS = "▁▂▃▄▅▆▇█"
 
 
@@ -158,8 +158,8 @@ def _entry(doc: object, number: int, commit: str | None) -> Entry:
     if not isinstance(doc, dict):
         raise _Skip("`scenarios` must be a list of reports")
     scenario = doc.get("name")
-    if scenario is not None and not (isinstance(scenario, str) and _NAME.fullmatch(scenario)):
-        raise _Skip("`name` is not a plain scenario name")
+    if scenario is not None and not (isinstance(scenario, str) and len(scenario) <= MAX_NAME):
+        raise _Skip("`name` is not a scenario name")
     percentile = _number(doc.get("percentile"), "percentile")
     if percentile is None or not 0 < percentile < 100:
         raise _Skip("`percentile` must be a number between 0 and 100")
@@ -172,21 +172,23 @@ def _entry(doc: object, number: int, commit: str | None) -> Entry:
         rows = doc.get(key)
         if not isinstance(rows, list) or len(rows) > 256:
             raise _Skip(f"`{key}` must be a list of rows")
-        for row in rows:
+        for i, row in enumerate(rows):
             if not isinstance(row, dict):
                 raise _Skip(f"`{key}` must be a list of rows")
+            # a name is only ever matched against the current report's rows, never shown
             name = row.get(name_key)
-            if not isinstance(name, str) or not _NAME.fullmatch(name):
-                raise _Skip(f"`{key}[].{name_key}` is not a plain name")
-            target = _number(row.get(target_key), f"{key}.{name}.{target_key}")
+            if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME:
+                raise _Skip(f"`{key}[{i}].{name_key}` is not a name")
+            where = f"{key}[{i}]"
+            target = _number(row.get(target_key), f"{where}.{target_key}")
             targets.append((kind, name, target))
-            head = _number(row.get("head_ms"), f"{key}.{name}.head_ms")
+            head = _number(row.get("head_ms"), f"{where}.head_ms")
             if head is None:
                 continue
             ci = row.get("head_ci_ms")
             interval = None
             if isinstance(ci, list) and len(ci) == 2:
-                low, high = (_number(v, f"{key}.{name}.head_ci_ms") for v in ci)
+                low, high = (_number(v, f"{where}.head_ci_ms") for v in ci)
                 if low is not None and high is not None and low <= head <= high:
                     interval = (low, high)
             points[(kind, name)] = Point(head, interval)

@@ -143,6 +143,7 @@ def test_a_hostile_line_on_the_branch_is_skipped_with_a_warning(
     store = Store({REMOTE_ENV: str(remote)}, BRANCH)
     hostile = json.loads(branch_file(remote)[0])
     hostile["slices"][0]["name"] = "::set-output name=verdict::pass"
+    hostile["slices"][1]["head_ms"] = "<script>alert(1)</script>"
     store.append("default.jsonl", json.dumps(hostile), 500, "hostile")
     capsys.readouterr()
     env = action_env(tmp_path, gh, remote, "pull_request.opened", "d" * 40)
@@ -150,7 +151,8 @@ def test_a_hostile_line_on_the_branch_is_skipped_with_a_warning(
     err = capsys.readouterr().err
     assert "budgetdiff: warning:" in err and "line 2: skipped" in err
     [comment] = gh.comments_on(PR)
-    assert "over 1 run(s)" in comment["body"] and "set-output" not in comment["body"]
+    assert "over 1 run(s)" in comment["body"]
+    assert "set-output" not in comment["body"] + err and "<script" not in comment["body"] + err
 
 
 @pytest.mark.parametrize(
