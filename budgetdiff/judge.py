@@ -305,7 +305,8 @@ def _drift(t: Trend, budget: Budget, p: str) -> _Raw:
         message += f", each step below the {threshold} threshold"
     message += (
         f"; {pct(t.change_pct, signed=True)} above the level of its first "
-        f"{t.reference_runs} run(s) ({ms(t.reference_ms)}, p = {t.p_value:.2g})"
+        f"{t.reference_runs} run(s) ({ms(t.reference_ms)}, "
+        + ("p < 0.0001)" if (t.p_value or 0) < 1e-4 else f"p = {t.p_value:.2g})")
     )
     if t.slower_since:
         message += f"; slower since {t.slower_since}"

@@ -85,6 +85,8 @@ def test_fifteen_small_steps_are_a_drift_the_pr_alone_does_not_show(
          "--history", str(runs), "--output", "markdown"], {}
     ) == 0  # fmt: skip
     comment = capsys.readouterr().out
+    table_row = next(x for x in comment.splitlines() if x.startswith("| decode | 4,200 |"))
+    assert "&#126;" in table_row.split("|")[5]  # the PR's own change cell: `~` (escaped)
     row = next(line for line in comment.splitlines() if line.startswith("| decode | ▁"))
     assert row.split("|")[2].strip().endswith("█") and "drift" in row
 
