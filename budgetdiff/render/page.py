@@ -58,6 +58,7 @@ def render_page(title: str, percentile: float, history: History | None, cdfs: li
         uplot=script,
         data=payload,
         code=_CODE,
+        catch=_CATCH,
     )
 
 
@@ -86,12 +87,7 @@ def _thin(v: Any) -> Any:
 
 _CODE = r"""
 (function () {
-  var errors = [];
-  function fail(msg) {
-    errors.push(String(msg));
-    document.body.dataset.errors = errors.join(" | ");
-  }
-  window.addEventListener("error", function (e) { fail(e.message); });
+  var fail = window.budgetdiffFail;
   var data = JSON.parse(document.getElementById("budgetdiff-data").textContent);
   var root = document.getElementById("charts");
   function box(title) {
@@ -139,6 +135,25 @@ _CODE = r"""
 })();
 """
 
+# Before anything else runs: a script error or a console error is kept on <body data-errors>,
+# where a reader (and the browser test) sees that a chart is missing and why.
+_CATCH = r"""
+(function () {
+  var errors = [];
+  function fail(msg) {
+    errors.push(String(msg));
+    document.body.dataset.errors = errors.join(" | ");
+  }
+  window.budgetdiffFail = fail;
+  window.addEventListener("error", function (e) { fail(e.message); });
+  var original = console.error;
+  console.error = function () {
+    fail(Array.prototype.join.call(arguments, " "));
+    original.apply(console, arguments);
+  };
+})();
+"""
+
 _PAGE = """<!doctype html>
 <html lang="en">
 <head>
@@ -154,6 +169,7 @@ h1 {{ font-size: 20px; }} h2 {{ font-size: 15px; margin: 18px 0 4px; }}
 <h1>{title}</h1>
 <div id="charts"></div>
 <script type="application/json" id="budgetdiff-data">{data}</script>
+<script>{catch}</script>
 <script>{uplot}</script>
 <script>{code}</script>
 </body>
