@@ -8,13 +8,20 @@ that starts with `-` cannot become an option.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from budgetdiff.errors import BUG_EXIT_CODE, BudgetdiffError, UsageError, bug_message
+from budgetdiff.errors import (
+    BUG_EXIT_CODE,
+    BudgetdiffError,
+    PublishError,
+    UsageError,
+    bug_message,
+)
 from budgetdiff.render.text import one_line
 
 # input name -> the env var action.yml sets for it
@@ -34,7 +41,10 @@ INPUTS = {
     "results-artifact": "INPUT_RESULTS_ARTIFACT",
     "allow-missing-base": "INPUT_ALLOW_MISSING_BASE",
     "accept-label": "INPUT_ACCEPT_LABEL",
+    "history-branch": "INPUT_HISTORY_BRANCH",
+    "history-size": "INPUT_HISTORY_SIZE",
 }
+TREND_LINK_ENV = "BUDGETDIFF_TREND_LINK"  # where the comment links the trend page
 
 
 def _input(environ: Mapping[str, str], name: str) -> str:
@@ -124,7 +134,103 @@ def build(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         argv.append(f"--accept-label={_input(environ, 'accept-label')}")
     if _flag(environ, "allow-missing-base"):
         argv.append("--allow-missing-base")
+    argv += _history(environ, env, report_id)
     return argv, env
+
+
+def _history(environ: Mapping[str, str], env: dict[str, str], report_id: str) -> list[str]:
+    """`--history` from the store's branch (read on every run), and `--html` for the page."""
+    branch = _input(environ, "history-branch")
+    if not branch:
+        return []
+    from budgetdiff.github import actions
+    from budgetdiff.github.history_store import Store, validate_branch
+
+    validate_branch(branch)  # bad values stop the run before anything is published
+    _history_size(environ)
+    temp = Path(environ.get("RUNNER_TEMP") or tempfile.gettempdir())
+    page = temp / f"budgetdiff-trend-{report_id}.html"
+    args = [f"--html={page}"]
+    try:
+        data = Store(env, branch).read(f"{report_id}.jsonl")
+    except PublishError as exc:  # no history is a poorer report, never a failed run
+        print(actions.command("warning", f"history not read: {exc}", title="budgetdiff"))
+        data = None
+    if data is not None:
+        path = temp / f"budgetdiff-history-{report_id}.jsonl"
+        path.write_bytes(data)
+        args.append(f"--history={path}")
+    server, repo, run = (
+        environ.get(k, "") for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
+    )
+    if server and repo and run.isdigit():
+        env[TREND_LINK_ENV] = f"{server}/{repo}/actions/runs/{run}#artifacts"
+    _output(environ, "trend-page", str(page))
+    return args
+
+
+def _history_size(environ: Mapping[str, str]) -> int:
+    raw = _input(environ, "history-size") or "500"
+    if not raw.isdigit() or not 1 <= int(raw) <= 100_000:
+        raise UsageError(
+            f"input `history-size`: {raw[:40]!r}: write a whole number of runs, 1 to 100000"
+        )
+    return int(raw)
+
+
+def _commit(line: str) -> object:
+    """The `commit` of a history line (None when it is not a JSON object)."""
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        return None
+    return doc.get("commit") if isinstance(doc, dict) else None
+
+
+def _output(environ: Mapping[str, str], name: str, value: str) -> None:
+    from budgetdiff.github import actions
+
+    path = environ.get("GITHUB_OUTPUT")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(actions.format_outputs({name: value}))
+
+
+def record(environ: Mapping[str, str], env: Mapping[str, str], code: int) -> None:
+    """On a push to the default branch: append this run's JSON report to the history branch.
+    A pull request (a fork's included) never writes; a failure to write is a warning."""
+    branch = _input(environ, "history-branch")
+    if not branch or code not in (0, 1) or environ.get("GITHUB_EVENT_NAME") != "push":
+        return
+    from budgetdiff.github import actions, validate_report_id
+    from budgetdiff.github.event import load_event
+    from budgetdiff.github.history_store import Store
+
+    report_id = validate_report_id(_input(environ, "id") or "default")
+    try:
+        repository = load_event(environ).get("repository")
+        default = repository.get("default_branch") if isinstance(repository, dict) else None
+        if (
+            not isinstance(default, str)
+            or not default
+            or environ.get("GITHUB_REF") != f"refs/heads/{default}"
+        ):
+            return
+        temp = environ.get("RUNNER_TEMP") or tempfile.gettempdir()
+        report = json.loads(Path(temp, f"budgetdiff-{report_id}.json").read_text("utf-8"))
+        sha = environ.get("GITHUB_SHA", "")
+        if sha:
+            report["commit"] = sha
+        line = json.dumps(report, separators=(",", ":"), ensure_ascii=False)
+        Store(env, branch).append(
+            f"{report_id}.jsonl",
+            line,
+            _history_size(environ),
+            f"budgetdiff history: {report_id} at {sha[:12]}",
+            replaces=lambda old: bool(sha) and _commit(old) == sha,
+        )
+    except (PublishError, OSError, ValueError) as exc:
+        print(actions.command("warning", f"history not written: {exc}", title="budgetdiff"))
 
 
 def main(environ: Mapping[str, str] | None = None) -> int:
@@ -139,7 +245,9 @@ def main(environ: Mapping[str, str] | None = None) -> int:
         return BUG_EXIT_CODE
     from budgetdiff.cli import main as cli_main
 
-    return cli_main(argv, env)
+    code = cli_main(argv, env)
+    record(environ, env, code)
+    return code
 
 
 if __name__ == "__main__":

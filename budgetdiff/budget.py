@@ -29,6 +29,7 @@ FailKind = Literal[
     "overallocated",
     "no_base",
     "unmeasured",
+    "drift",
 ]
 FAIL_KINDS: tuple[str, ...] = FailKind.__args__  # type: ignore[attr-defined]
 Unit = Literal["ms", "s", "us"]

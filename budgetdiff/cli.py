@@ -20,6 +20,7 @@ from budgetdiff.render.text import one_line
 if TYPE_CHECKING:
     from budgetdiff.budget import Budget
     from budgetdiff.formats import ReadOptions
+    from budgetdiff.history import Loaded
     from budgetdiff.judge import Acceptance
     from budgetdiff.report import Report
     from budgetdiff.table import Run
@@ -37,6 +38,13 @@ EXAMPLES = {
     "demo": """example:
   budgetdiff demo                   # compare the bundled example pair
   budgetdiff demo --output markdown""",
+    "history": """example:
+  budgetdiff history history.jsonl                    # the trend of every row, and drift
+  budgetdiff history history.jsonl --html trend.html  # a page with a chart per row
+  # build one from old results (oldest first): one JSON report per line
+  for f in old/*.csv; do
+    budgetdiff check --head "$f" --output json | jq -c . >> history.jsonl
+  done""",
     "schema": """example:
   budgetdiff schema > budget.schema.json""",
     "whatif": """example:
@@ -103,9 +111,19 @@ def cmd_compare(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -
             "bytes: nothing was compared; point --base at the base commit's results"
         )
     accepted = _accepted(args, env)
+    history = _history(args, env)
     report = evaluate(
-        base, head, budget, fail_on, args.id, no_base, same_input=same, accepted=accepted
+        base,
+        head,
+        budget,
+        fail_on,
+        args.id,
+        no_base,
+        same_input=same,
+        accepted=accepted,
+        history=history,
     )
+    _write_page(args, report, base, head, budget)
     return _finish(report, args, env, out)
 
 
@@ -123,8 +141,84 @@ def cmd_check(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> 
 
     budget = load_budget(Path(args.budget))
     head = _read_side(args.head, args.head_ref, args, budget, env)
-    report = evaluate(None, head, budget, _fail_on(args.fail_on, budget), args.id, None)
+    fail_on = _fail_on(args.fail_on, budget)
+    report = evaluate(None, head, budget, fail_on, args.id, None, history=_history(args, env))
+    _write_page(args, report, None, head, budget)
     return _finish(report, args, env, out)
+
+
+def cmd_history(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
+    """The newest run of a history file against the ones before it: trends, change points,
+    drift; `--html` draws them. A view: exit 0 whatever it shows."""
+    from budgetdiff import history
+    from budgetdiff.budget import Regression
+    from budgetdiff.render.numbers import ms, pct
+    from budgetdiff.render.text import plain
+
+    args.history = args.file
+    loaded = _history(args, env)
+    assert loaded is not None
+    h = history.latest(loaded, Regression())
+    if h is None:
+        raise InputError(f"{args.file}: no budgetdiff report in it: one JSON report per line")
+    p = f"p{loaded.entries[-1].percentile:g}"
+    out.write(
+        f"{args.file}: {len({e.line for e in loaded.entries}):,} run(s); the newest against "
+        f"the {h.window} before it since the budget last changed\n"
+    )
+    out.write(f"  {p:<16} {'trend':<20} {'cumulative':>11} {'vs reference':>13}  slower since\n")
+    for t in h.trends:
+        drift = " drift" if t.drift else ""
+        out.write(
+            f"  {plain(t.label, 16):<16} {t.sparkline:<20} {pct(t.cumulative_pct, signed=True):>11}"
+            f" {pct(t.change_pct, signed=True):>13}  {plain(t.slower_since or '–', 40)}"
+            f"{drift}  (last {ms(t.values[-1])})\n"
+        )
+    if args.html:
+        from budgetdiff.render.page import render_page
+
+        page = render_page(f"budgetdiff trend · {plain(args.file, 80)}", float(p[1:]), h, [])
+        _write_atomic(Path(args.html), page)
+        out.write(f"wrote {args.html}\n")
+    return 0
+
+
+def _write_page(
+    args: argparse.Namespace,
+    report: Report,
+    base: list[Run] | None,
+    head: list[Run],
+    budget: Budget,
+) -> None:
+    """`--html PAGE`: the trend charts and the current run's base vs head CDFs."""
+    if not getattr(args, "html", None):
+        return
+    from budgetdiff.compare import runs_match, slice_parts
+    from budgetdiff.prepare import prepare
+    from budgetdiff.render.page import Cdf, render_page
+    from budgetdiff.render.text import plain
+
+    main = report.main
+    c = main.comparison
+    pairs = runs_match(base, head)[0] if base is not None else [(None, h) for h in head]
+    b, h = next(((b, h) for b, h in pairs if h.scenario == c.name), pairs[0])
+    cdfs = []
+    if h.per_request and (b is None or b.per_request):
+        sides = [prepare(r, budget) if r is not None else None for r in (b, h)]
+        values = [
+            {**{r.name: s.metrics.get(r.name) for r in c.slo}, **slice_parts(s)}
+            if s is not None
+            else {}
+            for s in sides
+        ]
+        for r in (*c.slo, *c.slices):
+            hv = values[1].get(r.name)
+            if hv is None or not len(hv):
+                continue
+            bv = values[0].get(r.name)
+            cdfs.append(Cdf(r.label, tuple(bv) if bv is not None else (), tuple(hv)))
+    title = "budgetdiff" if report.id == "default" else f"budgetdiff · {plain(report.id)}"
+    _write_atomic(Path(args.html), render_page(title, c.percentile, main.history, cdfs))
 
 
 def cmd_demo(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
@@ -475,6 +569,7 @@ def evaluate(
     *,
     same_input: str | None = None,
     accepted: Acceptance | None = None,
+    history: Loaded | None = None,
 ) -> Report:
     """Pair the scenarios, compare and judge each: the Report every renderer reads."""
     from budgetdiff.compare import compare, runs_match
@@ -507,6 +602,11 @@ def evaluate(
             assert sides[1] is not None
             c = compare_aggregate(sides[0], sides[1], budget)
         gone = [r.scenario or "default" for r in base_only] if not scenarios else []
+        trends = None
+        if history is not None:
+            from budgetdiff.history import analyse
+
+            trends = analyse(history, c, budget)
         findings, verdict = judge(
             c,
             budget,
@@ -515,8 +615,9 @@ def evaluate(
             base_only=gone,
             same_input=same_input,
             accepted=accepted,
+            history=trends,
         )
-        scenarios.append(Scenario(c, tuple(findings), verdict))
+        scenarios.append(Scenario(c, tuple(findings), verdict, trends))
     mode = "compare" if base is not None or no_base is not None else "check"
     return Report(id=report_id, mode=mode, scenarios=tuple(scenarios), accepted=accepted)
 
@@ -567,6 +668,21 @@ def _publish(report: Report, args: argparse.Namespace, env: Mapping[str, str]) -
         render_resolved=lambda limit: render_markdown(report, limit, resolved=True),
     )
     github.publish(pub, env, comment=args.comment, comment_author=args.comment_author)
+
+
+def _history(args: argparse.Namespace, env: Mapping[str, str]) -> Loaded | None:
+    """The runs of `--history FILE`, each line checked; a skipped line is a warning on stderr."""
+    path = getattr(args, "history", None)
+    if path is None:
+        return None
+    from budgetdiff import history, sources
+
+    empty = Path(path).is_file() and Path(path).stat().st_size == 0  # a history starts empty
+    data = b"" if empty else sources.read_bytes(path, None, history.MAX_BYTES)
+    loaded = history.parse(data, path, env.get("BUDGETDIFF_TREND_LINK") or None)
+    for warning in loaded.warnings:
+        print(f"budgetdiff: warning: {one_line(warning)}", file=sys.stderr)
+    return loaded
 
 
 def _base_files(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[list[str], str | None]:
@@ -700,6 +816,7 @@ def _parser() -> argparse.ArgumentParser:
             "estimate TTFT + tokens / rate + tail, or recompute data, vs the SLO",
             cmd_whatif,
         ),
+        _Cmd("history", "trends and drift of a history file (JSON Lines of reports)", cmd_history),
         _Cmd("demo", "run compare on bundled example data", cmd_demo),
         _Cmd("schema", "print the JSON Schema of the budget file", cmd_schema),
     ]
@@ -714,6 +831,9 @@ def _parser() -> argparse.ArgumentParser:
         p.set_defaults(run=c.run)
         if c.name in ("compare", "check", "rebudget", "demo"):
             _common(p, c.name)
+        if c.name == "history":
+            p.add_argument("file", metavar="FILE", help="JSON Lines: one JSON report per run")
+            p.add_argument("--html", metavar="PAGE", help="also write the trend page")
         if c.name == "whatif":
             p.add_argument("--budget", default="budget.yml", metavar="FILE")
             p.add_argument("--ttft", type=_number, metavar="MS", help="time to first token, ms")
@@ -781,6 +901,17 @@ def _common(p: argparse.ArgumentParser, name: str) -> None:
             help="head results; repeat for a run in several files",
         )
         p.add_argument("--budget", default="budget.yml", metavar="FILE")
+    if name in ("compare", "check"):
+        p.add_argument(
+            "--history",
+            metavar="FILE",
+            help="JSON Lines of earlier runs' JSON reports, oldest first: trends and drift",
+        )
+        p.add_argument(
+            "--html",
+            metavar="PAGE",
+            help="write a page with the history's charts and base vs head distributions",
+        )
     p.add_argument(
         "--format",
         default="auto",

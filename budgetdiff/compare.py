@@ -59,6 +59,8 @@ class Row:
     # budget is held against; the parts add up to the total's percentile
     part_ms: float | None = None
     base_part_ms: float | None = None
+    # the head's own interval for its percentile (what a history of runs compares with)
+    head_ci_ms: tuple[float, float] | None = None
 
     @property
     def label(self) -> str:
@@ -215,6 +217,7 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
                 tail_change.get(name) if kind == "slice" and base is not None else None,
                 contrib_head.get(name) if kind == "slice" else None,
                 contrib_base.get(name) if kind == "slice" else None,
+                budget.regression.confidence,
             )
         )
     slo_rows = tuple(r for r in rows if r.kind == "slo")
@@ -295,6 +298,7 @@ def _row(
     tail_change: float | None,
     part: float | None = None,
     base_part: float | None = None,
+    confidence: float = 0.95,
 ) -> Row:
     head_ms = change.head if change else _at(h, p)
     base_ms = change.base if change else _at(b, p)
@@ -331,6 +335,7 @@ def _row(
         tail_change_ms=tail_change,
         part_ms=part,
         base_part_ms=base_part,
+        head_ci_ms=stats.interval(h, p, confidence) if h is not None and h.size else None,
     )
 
 

@@ -6,10 +6,14 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import TYPE_CHECKING
 
 from budgetdiff.budget import Budget
 from budgetdiff.compare import Comparison, Row
 from budgetdiff.render.numbers import ms, pct, signed_ms
+
+if TYPE_CHECKING:
+    from budgetdiff.history import History, Trend
 
 VERDICT_ORDER = {"pass": 0, "warn": 1, "fail": 2}
 _FIRST_TOKEN_SLICES = ("network", "gateway", "queue", "prefill", "first_token")
@@ -51,6 +55,7 @@ def judge(
     base_only: Sequence[str] = (),
     same_input: str | None = None,
     accepted: Acceptance | None = None,
+    history: History | None = None,
 ) -> tuple[list[Finding], str]:
     """Findings for one scenario, and its verdict (pass, warn or fail). With `accepted`, a
     regression that would fail is kept, marked accepted, and fails no more (verdict warn)."""
@@ -72,6 +77,8 @@ def judge(
         )
     if c is not None:
         raw += _findings(c, budget)
+    if c is not None and history is not None:
+        raw += [_drift(t, budget, f"p{c.percentile:g}") for t in history.trends if t.drift]
     findings = []
     for r in raw:
         gate = r.kind if r.gate == "" else r.gate
@@ -301,3 +308,23 @@ def _failure_rate(c: Comparison, confidence: float) -> _Raw:
     if significant:  # the budget cannot name it: a higher failure rate fails as a regression
         return _Raw("failure_rate", "requests", message, "regression")
     return _Raw("failures", "requests", message, None)
+
+
+def _drift(t: Trend, budget: Budget, p: str) -> _Raw:
+    """A slow drift since the budget last changed: head against the history's reference."""
+    threshold = f"{100 * budget.regression.min_change:g}%"
+    message = (
+        f"{p} {t.label} {pct(t.cumulative_pct, signed=True)} over {len(t.values) - 1} run(s) "
+        f"since the budget last changed ({ms(t.values[0])} -> {ms(t.values[-1])})"
+    )
+    if t.steps_below:
+        message += f", each step below the {threshold} threshold"
+    message += (
+        f"; {pct(t.change_pct, signed=True)} above the level of its first "
+        f"{t.reference_runs} run(s) ({ms(t.reference_ms)}, "
+        + ("p < 0.0001)" if (t.p_value or 0) < 1e-4 else f"p = {t.p_value:.2g})")
+    )
+    if t.slower_since:
+        message += f"; slower since {t.slower_since}"
+    gate = "" if budget.gated(t.kind, t.name) else None
+    return _Raw("drift", t.name, message, gate)

@@ -11,6 +11,8 @@ from budgetdiff.judge import Acceptance, Finding, worst
 if TYPE_CHECKING:
     import pandas
 
+    from budgetdiff.history import History
+
 # Report.to_frame(): one row per SLO metric and slice, these columns, in this order
 FRAME_COLUMNS = (
     "scenario",
@@ -40,6 +42,7 @@ class Scenario:
     comparison: Comparison
     findings: tuple[Finding, ...]
     verdict: str
+    history: History | None = None  # the trends over a history file (`--history`)
 
     @property
     def regressions(self) -> list[str]:

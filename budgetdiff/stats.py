@@ -276,6 +276,16 @@ def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()
     )
 
 
+def interval(x: FloatArray, p: float, confidence: float) -> tuple[float, float] | None:
+    """The run's own interval for its p-th percentile (the same standard error and Student-t
+    reference as a comparison's), or None with too few values for one."""
+    if x.size < needed_for_interval(p, confidence):
+        return None
+    s = _side(x, p, confidence)
+    half = t_quantile((1.0 + confidence) / 2.0, s.df) * s.se
+    return (s.value - half, s.value + half)
+
+
 def _tied(x: FloatArray, low: float, high: float, ranks: int) -> tuple[bool, float]:
     """Quantised data (whole milliseconds, a coarse clock): far fewer distinct values than
     ranks in the band. There the slope of the band says nothing about how far the percentile

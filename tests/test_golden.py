@@ -25,3 +25,29 @@ def test_demo_output_matches_golden(
         GOLDEN.mkdir(exist_ok=True)
         path.write_text(out, encoding="utf-8")
     assert out == path.read_text(encoding="utf-8"), f"{name} changed: review, then `make golden`"
+
+
+def test_history_section_matches_golden(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The comment's trend table and drift findings (issue 14), from fixed-seed runs."""
+    from tests.test_history import BUDGET, build_history, write_run
+
+    monkeypatch.chdir(tmp_path)
+    build_history(Path("."), capsys, [1.02**i for i in range(15)])
+    write_run(Path("pr.csv"), 99, 1.02**15)
+    argv = ["compare", "--base", "main14.csv", "--head", "pr.csv", "--budget", BUDGET]
+    code, out, err = run([*argv, "--history", "history.jsonl", "--output", "markdown"], capsys)
+    assert code == 0, err
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("**Trend at"))
+    section = lines[start : next(i for i, x in enumerate(lines) if x.startswith("- ")) - 1]
+    drift = [line for line in lines if line.startswith("- ⚠️ **drift**")]
+    text = "\n".join([*section, "", *drift]) + "\n"
+    path = GOLDEN / "history.md"
+    if request.config.getoption("--update-golden"):
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), "history.md changed: review, `make golden`"

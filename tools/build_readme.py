@@ -18,6 +18,7 @@ SECTIONS = (
     "formats-server.md",
     "statistics.md",
     "rebudget.md",
+    "history.md",
     "github.md",
     "python.md",
     "performance.md",

@@ -67,6 +67,36 @@ def _scenario(s: Scenario) -> dict[str, Any]:
         "not_comparable": list(c.not_comparable),
         "feasibility": list(c.feasibility),
         "notes": list(c.notes),
+        "history": _history(s),
+    }
+
+
+def _history(s: Scenario) -> dict[str, Any] | None:
+    h = s.history
+    if h is None:
+        return None
+    return {
+        "runs": h.runs,
+        "window": h.window,
+        "budget_changed": h.budget_changed,
+        "warnings": list(h.warnings),
+        "trends": [
+            {
+                "kind": t.kind,
+                "name": t.name,
+                "values_ms": [_f(v) for v in t.values],
+                "commits": [e.commit for e in t.runs],
+                "change_points": list(t.change_points),
+                "reference_ms": _f(t.reference_ms),
+                "change_pct": _f(t.change_pct),
+                "cumulative_pct": _f(t.cumulative_pct),
+                "p_value": _f(t.p_value, 6),
+                "steps_below": t.steps_below,
+                "slower_since": t.slower_since,
+                "drift": t.drift,
+            }
+            for t in h.trends
+        ],
     }
 
 
@@ -86,6 +116,7 @@ def _common(r: Row) -> dict[str, Any]:
         "delta_ms": _f(r.delta_ms),
         "delta_pct": _f(r.delta_pct),
         "ci_ms": [_f(r.ci_ms[0]), _f(r.ci_ms[1])] if r.ci_ms else None,
+        "head_ci_ms": [_f(r.head_ci_ms[0]), _f(r.head_ci_ms[1])] if r.head_ci_ms else None,
         "change": r.change,
         "p_value": _f(r.p_value, 6),
         "mde_pct": _f(r.mde_pct),

@@ -265,6 +265,7 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
         lines += ["", *_table(head, body, "lrrrlrrr" if compare else "lrrrrr")]
         if any(r.part_ms is not None for r in rows):
             lines += ["", f"<sub>{cells.budget_meaning(c)}</sub>"]
+    lines += history_section(s)
     others = [f for f in s.findings if f.kind != "regression"]
     if others:
         lines += [""] + [_bullet(f) for f in others]
@@ -453,4 +454,57 @@ def _table(head: list[str], body: list[list[str]], align: str) -> list[str]:
     sep = ["---:" if a == "r" else "---" for a in align]
     lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(sep) + " |"]
     lines += ["| " + " | ".join(row) + " |" for row in body]
+    return lines
+
+
+def history_section(s: Scenario) -> list[str]:
+    """The trend of each row over `--history` (a sparkline of the percentile), the change since
+    the budget last changed, and where the level changed; empty without a history."""
+    h = s.history
+    if h is None:
+        return []
+    p = f"p{s.comparison.percentile:g}"
+    if not h.window:
+        why = (
+            "the budget changed in this run: the drift counts from here"
+            if h.budget_changed
+            else "no earlier run in the history yet"
+        )
+        return ["", f"<sub>History: {h.runs:,} run(s); {why}.</sub>"]
+    body = []
+    for t in h.trends:
+        ref = (
+            f"{pct(t.change_pct, signed=True)} vs {ms(t.reference_ms)}"
+            f" (first {t.reference_runs} run(s))"
+            if t.reference_ms is not None
+            else "–"
+        )
+        body.append(
+            [
+                md(t.label),
+                t.sparkline,
+                f"{pct(t.cumulative_pct, signed=True)} over {len(t.values) - 1}",
+                ref
+                + (
+                    " ❌ drift"
+                    if t.drift and s.verdict == "fail"
+                    else " ⚠️ drift"
+                    if t.drift
+                    else ""
+                ),
+                md(f"since {t.slower_since}", 80) if t.slower_since else "–",
+            ]
+        )
+    lines = [
+        "",
+        f"**Trend at {p}** over {h.window} run(s) since the budget last changed, then this run:",
+        "",
+        *_table(
+            [p, "trend", "since the budget changed", "vs the reference", "slower"], body, "llrll"
+        ),
+    ]
+    if h.link:
+        lines += ["", f"<sub>Charts: [trend page]({h.link}) (artifact of this run)</sub>"]
+    if h.warnings:
+        lines += [""] + [f"- ⚠️ {md(w, 300)}" for w in h.warnings]
     return lines
