@@ -10,7 +10,7 @@ apt_install() {
     return 0
   fi
   [ -n "${APT_UPDATED:-}" ] || { apt-get update -qq; APT_UPDATED=1; }
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 command -v chromium >/dev/null 2>&1 || apt_install chromium
 command -v npm >/dev/null 2>&1 || apt_install nodejs npm
