@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import resource
 import subprocess
 import sys
@@ -44,6 +45,11 @@ HERE = Path(__file__).resolve().parent
 SAMPLES = HERE.parents[1] / "shared" / "samples" / "generated"
 WORK = Path(tempfile.gettempdir()) / "budgetdiff-bench"
 CHUNKS = 16  # streamed chunks kept per genai-perf request
+WARM_UP = 100  # requests per side of the run that pays the fixed cost before the one timed
+PYTHON = sys.executable  # --python: another environment's (a non-editable install)
+# An installed package has its bytecode compiled; PYTHONDONTWRITEBYTECODE (set in some dev
+# shells) would make every run compile budgetdiff again
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 CLIENT_BUDGET = """version: 1
 percentile: 95
@@ -338,7 +344,7 @@ COMPARE = """
 from budgetdiff.cli import entry
 sys.stdout = open("/dev/null", "w")
 sys.argv = ["budgetdiff", "compare", "--base", sys.argv[1], "--head", sys.argv[2], "--budget",
-            sys.argv[3], "--format", sys.argv[4], "--output", "json"]
+            sys.argv[3], "--format", sys.argv[4], "--output", (sys.argv[5:] or ["json"])[0]]
 try:
     entry()
 except SystemExit as e:
@@ -362,13 +368,42 @@ def timed(code: str, *args: str) -> tuple[float, float, float]:
     )
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
+    done = subprocess.run([PYTHON, "-c", script, *args], capture_output=True, text=True, env=ENV)
     seconds = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if done.returncode != 0:
         raise SystemExit(f"failed: {done.stderr[-2000:]}")
     return seconds, cpu, float(done.stderr.strip().splitlines()[-1])
+
+
+# The work beyond the fixed cost, measured in one process rather than as the difference of
+# two: the same command on the format's 100-request files first (imports, the budget's models,
+# the reader's first call), then the CPU time of the command on the large files alone.
+WORK_ONLY = """
+import resource, sys, time
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+code, argv = {code!r}, sys.argv[:]
+sys.argv = [argv[0], *argv[3:5], *argv[5:]]
+exec(code)
+start_cpu, start = cpu(), time.perf_counter()
+sys.argv = [argv[0], *argv[1:3], *argv[5:]]
+exec(code)
+print(cpu() - start_cpu, time.perf_counter() - start, file=sys.stderr)
+"""
+
+
+def work_cpu(code: str, large: list[str], small: list[str], rest: tuple[str, ...]) -> float:
+    """CPU seconds of `code` on the large files beyond a run on the small ones (see WORK_ONLY)."""
+    script = WORK_ONLY.format(code=code)
+    done = subprocess.run(
+        [PYTHON, "-c", script, *large, *small, *rest], capture_output=True, text=True, env=ENV
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"failed: {done.stderr[-2000:]}")
+    return float(done.stderr.strip().splitlines()[-1].split()[0])
 
 
 def pair(
@@ -421,6 +456,38 @@ def fixed_cost(repeat: int) -> dict[str, Any]:
     }
 
 
+def startup(repeat: int) -> None:
+    """The fixed cost in detail, every command in turn (the same load for each), best of
+    `repeat`: the 100-row compare with JSON output and with the default table, the bare imports,
+    and the imports of the libraries a compare cannot do without (PyYAML and pydantic's model
+    machinery for the budget)."""
+    fixed_cost(1)  # writes the files; compiles what the first run imports
+    paths = [str(WORK / f"fixed-{side}.csv") for side in ("base", "head")]
+    compare = (COMPARE, *paths, str(WORK / "fixed.yml"), "native")
+    commands = {
+        "100-row compare, --output json": (*compare, "json"),
+        "100-row compare, table output": (*compare, "table"),
+        "import numpy, pyarrow": ("import numpy, pyarrow",),
+        "import numpy, pyarrow, yaml + pydantic's BaseModel, Field": (
+            "import numpy, pyarrow, yaml\nfrom pydantic import BaseModel, Field",
+        ),
+    }
+    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, command in commands.items():
+            runs[name].append(timed(*command))
+    floor = min(r[0] for r in runs["import numpy, pyarrow"])
+    floor_cpu = min(r[1] for r in runs["import numpy, pyarrow"])
+    print(f"\nbest of {repeat}, {PYTHON}:")
+    print("| command | wall | ratio | CPU | ratio |\n|---|---:|---:|---:|---:|")
+    for name, times in runs.items():
+        wall, cpu = min(r[0] for r in times), min(r[1] for r in times)
+        print(
+            f"| {name} | {wall:.3f} s | {wall / floor:.2f}x | {cpu:.3f} s | "
+            f"{cpu / floor_cpu:.2f}x |"
+        )
+
+
 def run_format(
     name: str, sizes: list[int], repeat: int, fixed: dict[str, Any]
 ) -> list[dict[str, Any]]:
@@ -428,16 +495,27 @@ def run_format(
     budget = WORK / f"{name}.yml"
     budget.write_text(budget_text)
     rows: list[dict[str, Any]] = []
-    for n in sizes:
+
+    def files(n: int) -> list[str]:
         paths = []
         for side in ("base", "head"):
             path = WORK / f"{name}-{side}-{n}.{suffix}"
             if not path.exists():
                 make(side, n, path)
             paths.append(str(path))
+        return paths
+
+    small = files(WARM_UP)
+    floor = FLOOR_HEAD + FLOOR[name]
+    for n in sizes:
+        paths = files(n)
         (t, tc, rss), (f, fc, frss) = pair(
-            (COMPARE, *paths, str(budget), fmt), (FLOOR_HEAD + FLOOR[name], *paths), repeat
+            (COMPARE, *paths, str(budget), fmt), (floor, *paths), repeat
         )
+        work, floor_work = [], []
+        for _ in range(repeat):
+            work.append(work_cpu(COMPARE, paths, small, (str(budget), fmt)))
+            floor_work.append(work_cpu(floor, paths, small, ()))
         rows.append(
             {
                 "format": name,
@@ -448,6 +526,8 @@ def run_format(
                 "ratio": round(t / f, 2),
                 "budgetdiff_cpu_s": round(tc, 2),
                 "floor_cpu_s": round(fc, 2),
+                "budgetdiff_work_cpu_s": round(min(work), 3),
+                "floor_work_cpu_s": round(min(floor_work), 3),
                 "budgetdiff_rss_mb": round(rss),
                 "floor_rss_mb": round(frss),
                 "rss_ratio": round(rss / frss, 2),
@@ -478,6 +558,10 @@ def with_exponents(rows: list[dict[str, Any]], fixed: dict[str, Any]) -> list[di
         growth = (large[f"{key}_{unit}"] - cost) / max(small[f"{key}_{unit}"] - cost, 1e-3)
         name = f"{key}_exponent" if unit == "s" else f"{key}_cpu_exponent"
         large[name] = round(math.log(max(growth, 1e-9)) / math.log(size), 2)
+    for key in ("budgetdiff", "floor"):
+        if f"{key}_work_cpu_s" in small:
+            growth = large[f"{key}_work_cpu_s"] / max(small[f"{key}_work_cpu_s"], 1e-3)
+            large[f"{key}_work_exponent"] = round(math.log(growth) / math.log(size), 2)
     return rows
 
 
@@ -490,16 +574,18 @@ def _exponents(row: dict[str, Any], kind: str = "") -> str:
 def print_table(fixed: dict[str, Any], rows: list[dict[str, Any]]) -> None:
     print(
         "\n| format | requests per side | file | budgetdiff | floor | ratio | peak RSS "
-        "(ratio) | growth exponent (floor's) | CPU time | CPU growth exponent (floor's) |"
+        "(ratio) | growth exponent (floor's) | CPU beyond start-up | CPU growth exponent "
+        "(floor's) |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        cpu = f"{r['budgetdiff_cpu_s']} s / {r['floor_cpu_s']} s" if "floor_cpu_s" in r else ""
+        work = r.get("budgetdiff_work_cpu_s")
+        cpu = f"{work} s / {r['floor_work_cpu_s']} s" if work is not None else ""
         print(
             f"| {r['format']} | {r['requests_per_side']:,} | {r['file_mb']} MB | "
             f"{r['budgetdiff_s']} s | {r['floor_s']} s | {r['ratio']}x | "
             f"{r['budgetdiff_rss_mb']} MB ({r['rss_ratio']}x) | {_exponents(r)} | {cpu} | "
-            f"{_exponents(r, '_cpu')} |"
+            f"{_exponents(r, '_work')} |"
         )
     print_fixed(fixed)
 
@@ -528,9 +614,16 @@ def main(argv: list[str] | None = None) -> None:
         "--startup",
         action="store_true",
         help="only the fixed cost: the 100-row compare against the imports, best of --repeat "
-        "(at least 5; needs no samples)",
+        "(needs no samples)",
+    )
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the interpreter of the runs (another environment's: a non-editable install)",
     )
     args = parser.parse_args(argv)
+    global PYTHON
+    PYTHON = args.python
     if args.table:
         saved = json.loads((WORK / "results.json").read_text())
         rows = []
@@ -540,7 +633,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     WORK.mkdir(exist_ok=True)
     if args.startup:
-        print_fixed(fixed_cost(max(args.repeat, 5)))
+        startup(args.repeat)
         return
     if not SAMPLES.is_dir():
         raise SystemExit(f"needs the real samples in {SAMPLES}")
