@@ -48,7 +48,9 @@ CHUNKS = 16  # streamed chunks kept per genai-perf request
 WARM_UP = 100  # requests per side of the run that pays the fixed cost before the one timed
 PYTHON = sys.executable  # --python: another environment's (a non-editable install)
 # An installed package has its bytecode compiled; PYTHONDONTWRITEBYTECODE (set in some dev
-# shells) would make every run compile budgetdiff again
+# shells) would make every run compile budgetdiff again. The runs start in WORK: `python -c`
+# imports from its working directory first, and the repository's budgetdiff would shadow the
+# one installed in another environment (--python, --baseline).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 CLIENT_BUDGET = """version: 1
@@ -355,7 +357,7 @@ except SystemExit as e:
 # ------------------------------------------------------------------ timing
 
 
-def timed(code: str, *args: str) -> tuple[float, float, float]:
+def timed(code: str, *args: str, python: str = "") -> tuple[float, float, float]:
     """Wall seconds of a fresh interpreter running `code` (start-up included), its CPU seconds
     (user + system: what the process did, less moved by the load of other jobs than the wall
     time) and its max RSS."""
@@ -368,7 +370,9 @@ def timed(code: str, *args: str) -> tuple[float, float, float]:
     )
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([PYTHON, "-c", script, *args], capture_output=True, text=True, env=ENV)
+    done = subprocess.run(
+        [python or PYTHON, "-c", script, *args], capture_output=True, text=True, env=ENV, cwd=WORK
+    )
     seconds = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
@@ -401,7 +405,11 @@ def work_cpu(
     with the memory load of other jobs."""
     script = WORK_ONLY.format(code=code)
     done = subprocess.run(
-        [PYTHON, "-c", script, *large, *small, *rest], capture_output=True, text=True, env=ENV
+        [PYTHON, "-c", script, *large, *small, *rest],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=WORK,
     )
     if done.returncode != 0:
         raise SystemExit(f"failed: {done.stderr[-2000:]}")
@@ -459,7 +467,7 @@ def fixed_cost(repeat: int) -> dict[str, Any]:
     }
 
 
-def startup(repeat: int) -> None:
+def startup(repeat: int, baseline: str | None = None) -> None:
     """The fixed cost in detail, every command in turn (the same load for each), best of
     `repeat`: the 100-row compare with JSON output and with the default table, the bare imports,
     and the imports of the libraries a compare cannot do without (PyYAML and pydantic's model
@@ -475,10 +483,13 @@ def startup(repeat: int) -> None:
             "import numpy, pyarrow, yaml\nfrom pydantic import BaseModel, Field",
         ),
     }
-    runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in commands}
+    others = {f"100-row compare, --output json, {baseline}": baseline} if baseline else {}
+    runs: dict[str, list[tuple[float, float, float]]] = {n: [] for n in [*commands, *others]}
     for _ in range(repeat):
         for name, command in commands.items():
             runs[name].append(timed(*command))
+        for name, python in others.items():  # another environment: the code before a change
+            runs[name].append(timed(*compare, "json", python=python))
     floor = min(r[0] for r in runs["import numpy, pyarrow"])
     floor_cpu = min(r[1] for r in runs["import numpy, pyarrow"])
     print(f"\nbest of {repeat}, {PYTHON}:")
@@ -627,6 +638,12 @@ def main(argv: list[str] | None = None) -> None:
         default=sys.executable,
         help="the interpreter of the runs (another environment's: a non-editable install)",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="PYTHON",
+        help="with --startup: also the compare in this interpreter's environment (another "
+        "version of budgetdiff installed there), in the same rounds",
+    )
     args = parser.parse_args(argv)
     global PYTHON
     PYTHON = args.python
@@ -639,7 +656,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     WORK.mkdir(exist_ok=True)
     if args.startup:
-        startup(args.repeat)
+        startup(args.repeat, args.baseline)
         return
     if not SAMPLES.is_dir():
         raise SystemExit(f"needs the real samples in {SAMPLES}")
