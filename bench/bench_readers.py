@@ -29,6 +29,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -43,6 +45,13 @@ HERE = Path(__file__).resolve().parent
 SAMPLES = HERE.parents[1] / "shared" / "samples" / "generated"
 WORK = Path(tempfile.gettempdir()) / "budgetdiff-bench"
 CHUNKS = 16  # streamed chunks kept per genai-perf request
+WARM_UP = 100  # requests per side of the run that pays the fixed cost before the one timed
+PYTHON = sys.executable  # --python: another environment's (a non-editable install)
+# An installed package has its bytecode compiled; PYTHONDONTWRITEBYTECODE (set in some dev
+# shells) would make every run compile budgetdiff again. The runs start in WORK: `python -c`
+# imports from its working directory first, and the repository's budgetdiff would shadow the
+# one installed in another environment (--python, --baseline).
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 CLIENT_BUDGET = """version: 1
 percentile: 95
@@ -332,18 +341,26 @@ FORMATS: dict[str, tuple[Maker, str, str, str]] = {
     "parquet-itl": (make_parquet_itl, "parquet", "native", CLIENT_BUDGET.format(itl=", itl: 60")),
     "jsonl-itl": (make_jsonl_itl, "jsonl", "native", CLIENT_BUDGET.format(itl=", itl: 60")),
 }
+# the console script's entry, as a user runs it (it keeps pyarrow from importing pandas)
 COMPARE = """
-from budgetdiff.cli import main
+from budgetdiff.cli import entry
 sys.stdout = open("/dev/null", "w")
-main(["compare", "--base", sys.argv[1], "--head", sys.argv[2], "--budget", sys.argv[3],
-      "--format", sys.argv[4], "--output", "json"])
+sys.argv = ["budgetdiff", "compare", "--base", sys.argv[1], "--head", sys.argv[2], "--budget",
+            sys.argv[3], "--format", sys.argv[4], "--output", (sys.argv[5:] or ["json"])[0]]
+try:
+    entry()
+except SystemExit as e:
+    if e.code not in (0, 1):
+        raise
 """
 
 # ------------------------------------------------------------------ timing
 
 
-def timed(code: str, *args: str) -> tuple[float, float]:
-    """Wall seconds of a fresh interpreter running `code` (start-up included), and its max RSS."""
+def timed(code: str, *args: str, python: str = "") -> tuple[float, float, float]:
+    """Wall seconds of a fresh interpreter running `code` (start-up included), its CPU seconds
+    (user + system: what the process did, less moved by the load of other jobs than the wall
+    time) and its max RSS."""
     # VmHWM, not ru_maxrss: a child's ru_maxrss starts from its parent's (the generator's) RSS
     script = (
         "import sys\n"
@@ -351,23 +368,67 @@ def timed(code: str, *args: str) -> tuple[float, float]:
         + "\nhwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0]"
         + "\nprint(int(hwm.split()[1]) / 1024, file=sys.stderr)\n"
     )
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True)
+    done = subprocess.run(
+        [python or PYTHON, "-c", script, *args], capture_output=True, text=True, env=ENV, cwd=WORK
+    )
     seconds = time.perf_counter() - start
-    if done.returncode not in (0, 1):
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    if done.returncode != 0:
         raise SystemExit(f"failed: {done.stderr[-2000:]}")
-    return seconds, float(done.stderr.strip().splitlines()[-1])
+    return seconds, cpu, float(done.stderr.strip().splitlines()[-1])
 
 
-def pair(a: tuple[str, ...], b: tuple[str, ...], repeat: int) -> tuple[tuple[float, float], ...]:
-    """Best time and peak RSS of two commands, run alternately (the same load for both)."""
+# The work beyond the fixed cost, measured in one process rather than as the difference of
+# two: the same command on the format's 100-request files first (imports, the budget's models,
+# the reader's first call), then the CPU time of the command on the large files alone.
+WORK_ONLY = """
+import resource, sys, time
+code, argv = {code!r}, sys.argv[:]
+sys.argv = [argv[0], *argv[3:5], *argv[5:]]
+exec(code)
+before = resource.getrusage(resource.RUSAGE_SELF)
+sys.argv = [argv[0], *argv[1:3], *argv[5:]]
+exec(code)
+after = resource.getrusage(resource.RUSAGE_SELF)
+print(after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime, file=sys.stderr)
+"""
+
+
+def work_cpu(
+    code: str, large: list[str], small: list[str], rest: tuple[str, ...]
+) -> tuple[float, float]:
+    """User and system CPU seconds of `code` on the large files beyond a run on the small ones
+    (see WORK_ONLY). System time is mostly the page faults of fresh memory, whose cost moves
+    with the memory load of other jobs."""
+    script = WORK_ONLY.format(code=code)
+    done = subprocess.run(
+        [PYTHON, "-c", script, *large, *small, *rest],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=WORK,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"failed: {done.stderr[-2000:]}")
+    user, system = done.stderr.strip().splitlines()[-1].split()
+    return float(user), float(system)
+
+
+def pair(
+    a: tuple[str, ...], b: tuple[str, ...], repeat: int
+) -> tuple[tuple[float, float, float], ...]:
+    """Best wall time, best CPU time and peak RSS of two commands, run alternately (the same
+    load for both)."""
     runs_a, runs_b = [], []
     for _ in range(repeat):
         runs_a.append(timed(*a))
         runs_b.append(timed(*b))
-    return (
-        (min(r[0] for r in runs_a), max(r[1] for r in runs_a)),
-        (min(r[0] for r in runs_b), max(r[1] for r in runs_b)),
+    return tuple(
+        (min(r[0] for r in runs), min(r[1] for r in runs), max(r[2] for r in runs))
+        for runs in (runs_a, runs_b)
     )
 
 
@@ -390,31 +451,85 @@ def fixed_cost(repeat: int) -> dict[str, Any]:
         paths.append(str(path))
     budget = WORK / "fixed.yml"
     budget.write_text(CLIENT_BUDGET.format(itl=""))
-    (t, _), (f, _) = pair(
+    (t, tc, _), (f, fc, _) = pair(
         (COMPARE, *paths, str(budget), "native"), ("import numpy, pyarrow",), repeat
     )
     return {
-        "fixed": {"compare_100_s": round(t, 3), "import_s": round(f, 3), "ratio": round(t / f, 2)}
+        "fixed": {
+            "compare_100_s": round(t, 3),
+            "import_s": round(f, 3),
+            "ratio": round(t / f, 2),
+            "compare_100_cpu_s": round(tc, 3),
+            "import_cpu_s": round(fc, 3),
+            "cpu_ratio": round(tc / fc, 2),
+            "repeat": repeat,
+        }
     }
 
 
+def startup(repeat: int, baseline: str | None = None) -> None:
+    """The fixed cost in detail, every command in turn (the same load for each), best of
+    `repeat`: the 100-row compare with JSON output and with the default table, the bare imports,
+    and the imports of the libraries a compare cannot do without (PyYAML and pydantic's model
+    machinery for the budget)."""
+    fixed_cost(1)  # writes the files; compiles what the first run imports
+    paths = [str(WORK / f"fixed-{side}.csv") for side in ("base", "head")]
+    compare = (COMPARE, *paths, str(WORK / "fixed.yml"), "native")
+    commands = {
+        "100-row compare, --output json": (*compare, "json"),
+        "100-row compare, table output": (*compare, "table"),
+        "import numpy, pyarrow": ("import numpy, pyarrow",),
+        "import numpy, pyarrow, yaml + pydantic's BaseModel, Field": (
+            "import numpy, pyarrow, yaml\nfrom pydantic import BaseModel, Field",
+        ),
+    }
+    others = {f"100-row compare, --output json, {baseline}": baseline} if baseline else {}
+    runs: dict[str, list[tuple[float, float, float]]] = {n: [] for n in [*commands, *others]}
+    for _ in range(repeat):
+        for name, command in commands.items():
+            runs[name].append(timed(*command))
+        for name, python in others.items():  # another environment: the code before a change
+            runs[name].append(timed(*compare, "json", python=python))
+    floor = min(r[0] for r in runs["import numpy, pyarrow"])
+    floor_cpu = min(r[1] for r in runs["import numpy, pyarrow"])
+    print(f"\nbest of {repeat}, {PYTHON}:")
+    print("| command | wall | ratio | CPU | ratio |\n|---|---:|---:|---:|---:|")
+    for name, times in runs.items():
+        wall, cpu = min(r[0] for r in times), min(r[1] for r in times)
+        print(
+            f"| {name} | {wall:.3f} s | {wall / floor:.2f}x | {cpu:.3f} s | "
+            f"{cpu / floor_cpu:.2f}x |"
+        )
+
+
 def run_format(
-    name: str, sizes: list[int], repeat: int, fixed_s: float, floor_fixed_s: float
+    name: str, sizes: list[int], repeat: int, fixed: dict[str, Any]
 ) -> list[dict[str, Any]]:
     make, suffix, fmt, budget_text = FORMATS[name]
     budget = WORK / f"{name}.yml"
     budget.write_text(budget_text)
     rows: list[dict[str, Any]] = []
-    for n in sizes:
+
+    def files(n: int) -> list[str]:
         paths = []
         for side in ("base", "head"):
             path = WORK / f"{name}-{side}-{n}.{suffix}"
             if not path.exists():
                 make(side, n, path)
             paths.append(str(path))
-        (t, rss), (f, frss) = pair(
-            (COMPARE, *paths, str(budget), fmt), (FLOOR_HEAD + FLOOR[name], *paths), repeat
+        return paths
+
+    small = files(WARM_UP)
+    floor = FLOOR_HEAD + FLOOR[name]
+    for n in sizes:
+        paths = files(n)
+        (t, tc, rss), (f, fc, frss) = pair(
+            (COMPARE, *paths, str(budget), fmt), (floor, *paths), repeat
         )
+        work, floor_work = [], []
+        for _ in range(repeat):
+            work.append(work_cpu(COMPARE, paths, small, (str(budget), fmt)))
+            floor_work.append(work_cpu(floor, paths, small, ()))
         rows.append(
             {
                 "format": name,
@@ -423,50 +538,86 @@ def run_format(
                 "budgetdiff_s": round(t, 2),
                 "floor_s": round(f, 2),
                 "ratio": round(t / f, 2),
+                "budgetdiff_cpu_s": round(tc, 2),
+                "floor_cpu_s": round(fc, 2),
+                "budgetdiff_work_cpu_s": round(min(sum(w) for w in work), 3),
+                "floor_work_cpu_s": round(min(sum(w) for w in floor_work), 3),
+                "budgetdiff_work_user_s": round(min(w[0] for w in work), 3),
+                "floor_work_user_s": round(min(w[0] for w in floor_work), 3),
                 "budgetdiff_rss_mb": round(rss),
                 "floor_rss_mb": round(frss),
                 "rss_ratio": round(rss / frss, 2),
             }
         )
         print(json.dumps(rows[-1]), flush=True)
-    return with_exponents(rows, fixed_s, floor_fixed_s)
+    return with_exponents(rows, fixed)
 
 
-def with_exponents(
-    rows: list[dict[str, Any]], fixed_s: float, floor_s: float
-) -> list[dict[str, Any]]:
-    """The growth exponent of one format's rows, from its smallest to its largest size."""
-    if len(rows) >= 2:
-        small, large = rows[0], rows[-1]
-        size = large["requests_per_side"] / small["requests_per_side"]
-        for key, fixed in (("budgetdiff", fixed_s), ("floor", floor_s)):
-            growth = (large[f"{key}_s"] - fixed) / max(small[f"{key}_s"] - fixed, 1e-3)
-            large[f"{key}_exponent"] = round(math.log(max(growth, 1e-9)) / math.log(size), 2)
+def with_exponents(rows: list[dict[str, Any]], fixed: dict[str, Any]) -> list[dict[str, Any]]:
+    """The growth exponents of one format's rows, from its smallest to its largest size: of the
+    wall time and of the CPU time, each beyond the fixed cost (the 100-row compare for
+    budgetdiff, the imports for the floor) measured the same way."""
+    if len(rows) < 2:
+        return rows
+    small, large = rows[0], rows[-1]
+    size = large["requests_per_side"] / small["requests_per_side"]
+    f = fixed["fixed"]
+    costs = {
+        ("budgetdiff", "s"): f["compare_100_s"],
+        ("floor", "s"): f["import_s"],
+        ("budgetdiff", "cpu_s"): f.get("compare_100_cpu_s"),
+        ("floor", "cpu_s"): f.get("import_cpu_s"),
+    }
+    for (key, unit), cost in costs.items():
+        if cost is None or f"{key}_{unit}" not in small:  # a run saved before CPU times
+            continue
+        growth = (large[f"{key}_{unit}"] - cost) / max(small[f"{key}_{unit}"] - cost, 1e-3)
+        name = f"{key}_exponent" if unit == "s" else f"{key}_cpu_exponent"
+        large[name] = round(math.log(max(growth, 1e-9)) / math.log(size), 2)
+    for key in ("budgetdiff", "floor"):
+        for part, name in (("work_cpu", "work"), ("work_user", "user")):
+            if f"{key}_{part}_s" in small:
+                growth = large[f"{key}_{part}_s"] / max(small[f"{key}_{part}_s"], 1e-3)
+                large[f"{key}_{name}_exponent"] = round(math.log(growth) / math.log(size), 2)
     return rows
 
 
-def _exponents(row: dict[str, Any]) -> str:
-    if "budgetdiff_exponent" not in row:
+def _exponents(row: dict[str, Any], kind: str = "") -> str:
+    if f"budgetdiff{kind}_exponent" not in row:
         return ""
-    return f"{row['budgetdiff_exponent']} ({row['floor_exponent']})"
+    return f"{row[f'budgetdiff{kind}_exponent']} ({row[f'floor{kind}_exponent']})"
 
 
 def print_table(fixed: dict[str, Any], rows: list[dict[str, Any]]) -> None:
     print(
         "\n| format | requests per side | file | budgetdiff | floor | ratio | peak RSS "
-        "(ratio) | growth exponent (floor's) |"
+        "(ratio) | growth exponent (floor's) | CPU beyond start-up | CPU growth exponent "
+        "(floor's) | user CPU exponent (floor's) |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
+        work = r.get("budgetdiff_work_cpu_s")
+        cpu = f"{work} s / {r['floor_work_cpu_s']} s" if work is not None else ""
         print(
             f"| {r['format']} | {r['requests_per_side']:,} | {r['file_mb']} MB | "
             f"{r['budgetdiff_s']} s | {r['floor_s']} s | {r['ratio']}x | "
-            f"{r['budgetdiff_rss_mb']} MB ({r['rss_ratio']}x) | {_exponents(r)} |"
+            f"{r['budgetdiff_rss_mb']} MB ({r['rss_ratio']}x) | {_exponents(r)} | {cpu} | "
+            f"{_exponents(r, '_work')} | {_exponents(r, '_user')} |"
         )
+    print_fixed(fixed)
+
+
+def print_fixed(fixed: dict[str, Any]) -> None:
     f = fixed["fixed"]
     print(
         f"\n100-row compare {f['compare_100_s']} s, `import numpy, pyarrow` {f['import_s']} s: "
         f"{f['ratio']}x"
+        + (
+            f" (CPU {f['compare_100_cpu_s']} s vs {f['import_cpu_s']} s: {f['cpu_ratio']}x"
+            f", best of {f['repeat']})"
+            if "cpu_ratio" in f
+            else ""
+        )
     )
 
 
@@ -476,25 +627,45 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--formats", default=",".join(FORMATS))
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--table", action="store_true", help="print the last run's table again")
+    parser.add_argument(
+        "--startup",
+        action="store_true",
+        help="only the fixed cost: the 100-row compare against the imports, best of --repeat "
+        "(needs no samples)",
+    )
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="the interpreter of the runs (another environment's: a non-editable install)",
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="PYTHON",
+        help="with --startup: also the compare in this interpreter's environment (another "
+        "version of budgetdiff installed there), in the same rounds",
+    )
     args = parser.parse_args(argv)
+    global PYTHON
+    PYTHON = args.python
     if args.table:
         saved = json.loads((WORK / "results.json").read_text())
-        costs = saved["fixed"]["compare_100_s"], saved["fixed"]["import_s"]
         rows = []
         for name in dict.fromkeys(r["format"] for r in saved["rows"]):
-            rows += with_exponents([r for r in saved["rows"] if r["format"] == name], *costs)
+            rows += with_exponents([r for r in saved["rows"] if r["format"] == name], saved)
         print_table(saved, rows)
+        return
+    WORK.mkdir(exist_ok=True)
+    if args.startup:
+        startup(args.repeat, args.baseline)
         return
     if not SAMPLES.is_dir():
         raise SystemExit(f"needs the real samples in {SAMPLES}")
-    WORK.mkdir(exist_ok=True)
     fixed = fixed_cost(max(args.repeat, 5))
     print(json.dumps(fixed), flush=True)
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
     for name in args.formats.split(","):
-        costs = fixed["fixed"]["compare_100_s"], fixed["fixed"]["import_s"]
-        rows += run_format(name, sizes, args.repeat, *costs)
+        rows += run_format(name, sizes, args.repeat, fixed)
     (WORK / "results.json").write_text(json.dumps({**fixed, "rows": rows}, indent=2))
     print_table(fixed, rows)
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from budgetdiff import stats
 from budgetdiff.table import UNATTRIBUTED, FloatArray
 
 MAX_SHAPLEY_SLICES = 10  # changed slices; more are sampled (`SAMPLED_ORDERS` slice orders)
@@ -60,7 +61,7 @@ def tail_contributions(
     if len(tot) == 0:
         raise ValueError("total: no requests")
     arrays = {name: _check(name, x, len(tot)) for name, x in slices.items()}
-    threshold = np.percentile(tot, p)
+    threshold = stats.percentile(tot, p)
     tail = tot >= threshold
     if not tail.any():  # only possible through rounding of the interpolation
         tail = tot == tot.max()
@@ -88,7 +89,7 @@ def quantile_contributions(
     if n == 0:
         raise ValueError("total: no requests")
     arrays = {name: _check(name, x, n) for name, x in slices.items()}
-    q = float(np.percentile(tot, p))
+    q = stats.percentile(tot, p)
     lo_rank = math.floor((n - 1) * max(0.0, p - band) / 100.0)
     hi_rank = min(n - 1, math.ceil((n - 1) * min(100.0, p + band) / 100.0))
     ordered = np.partition(tot, [lo_rank, hi_rank] if hi_rank != lo_rank else lo_rank)

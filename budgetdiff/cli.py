@@ -7,7 +7,7 @@ import argparse
 import math
 import os
 import sys
-import tempfile
+import types
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -56,7 +56,22 @@ FAIL_NEVER = "never"
 
 def entry() -> None:
     sys.meta_path.insert(0, _NoPandas())
+    _no_pydantic_plugins()
     sys.exit(main())
+
+
+def _no_pydantic_plugins() -> None:
+    """The CLI's models use no pydantic plugin. pydantic looks for plugins when it builds the
+    first model, through importlib.metadata: 15 ms of imports (email, zipfile, csv) and a scan
+    of every installed package's entry points. PYDANTIC_DISABLE_PLUGINS is pydantic's switch
+    for that, but its loader imports importlib.metadata even when the switch is on; its answer
+    under the switch (no plugins) is given here without it. A user who names plugins in the
+    variable keeps pydantic's own loader."""
+    if os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__") != "__all__":
+        return
+    loader = types.ModuleType("pydantic.plugin._loader", "no plugins: the CLI uses none")
+    loader.get_plugins = lambda *args, **kwargs: ()  # type: ignore[attr-defined]
+    sys.modules.setdefault(loader.__name__, loader)
 
 
 class _NoPandas:
@@ -692,6 +707,8 @@ def _base_files(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[list[
     if args.base_artifact:
         if not args.github:
             raise UsageError("--base-artifact needs --github (it downloads through the GitHub API)")
+        import tempfile
+
         from budgetdiff import github
 
         folder = github.fetch_base_artifact(
@@ -759,12 +776,16 @@ def _scenarios(args: argparse.Namespace) -> list[str]:
 
 
 def _report_path(env: Mapping[str, str], report_id: str) -> Path:
+    import tempfile
+
     folder = Path(env.get("RUNNER_TEMP") or tempfile.gettempdir())
     return folder / f"budgetdiff-{report_id}.json"
 
 
 def _write_atomic(path: Path, text: str) -> None:
     """Whole or not at all: a reader never sees half a report."""
+    import tempfile
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")

@@ -13,7 +13,7 @@ import numpy as np
 from budgetdiff import attribution, rebudget, stats, whatif
 from budgetdiff.budget import Budget
 from budgetdiff.prepare import Prepared, material, slice_sum
-from budgetdiff.table import UNATTRIBUTED, FloatArray, Run
+from budgetdiff.table import UNATTRIBUTED, FloatArray, Run, repeated_ids
 
 OTHER_PERCENTILES = (50.0, 90.0, 99.0)
 # Rows of the SLO table, in order, with how a reader should name them.
@@ -409,7 +409,7 @@ def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | No
     if not (a != "").all() or not (b != "").all():  # blank ids name no request
         return None
     if len(a) == len(b) and bool(np.array_equal(a, b)):
-        if len(np.unique(a)) != len(a):
+        if repeated_ids(a):
             return None
         idx = np.arange(len(a))
         return idx, idx
@@ -418,9 +418,9 @@ def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | No
     if sum(1 for x in a.tolist() if x in sample) < 0.9 * len(sample):
         return None
     common, ib, ih = np.intersect1d(a, b, assume_unique=False, return_indices=True)
-    if len(common) < 0.9 * min(len(a), len(b)) or len(np.unique(a)) != len(a):
+    if len(common) < 0.9 * min(len(a), len(b)) or repeated_ids(a):
         return None
-    if len(np.unique(b)) != len(b):  # a repeated head id would pair one base request twice
+    if repeated_ids(b):  # a repeated head id would pair one base request twice
         return None
     return ib, ih
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from budgetdiff.budget import Budget
 from budgetdiff.errors import InputError
-from budgetdiff.table import KNOWN_SLICES, UNATTRIBUTED, FloatArray, Run
+from budgetdiff.table import KNOWN_SLICES, UNATTRIBUTED, FloatArray, Run, repeated_ids
 
 _A = TypeVar("_A", bound="np.ndarray[Any, Any]")
 
@@ -277,7 +277,7 @@ def _run_notes(run: Run, unordered: bool) -> list[str]:
     if run.request_id is not None and run.n > 1:
         ids = run.request_id.astype(str)
         ids = ids[ids != ""]
-        repeated = len(ids) - len(np.unique(ids))
+        repeated = repeated_ids(ids)
         if repeated:
             notes.append(
                 f"{run.source}: {repeated} request(s) repeat the id of another request (or "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -72,6 +71,8 @@ def _git_show(ref: str, path: str, limit: int) -> bytes:
 
 
 def _git(args: list[str], ref: str, path: str) -> bytes:
+    import subprocess  # only with a ref: 3 ms of every start otherwise
+
     if ref.startswith("-") or not ref.strip():
         raise GitError(f"--*-ref {ref!r}: not a git revision; pass a branch, tag or commit SHA")
     try:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from budgetdiff import stats
 from budgetdiff.budget import Budget
 from budgetdiff.prepare import Prepared, good_with
 from budgetdiff.table import FloatArray
@@ -73,8 +74,8 @@ def outcome(
             ttft = ttft + diff
     good = good_with(prep, budget, total, ttft, slices)
     return Outcome(
-        total_ms=float(np.percentile(total, p)),
-        ttft_ms=float(np.percentile(ttft, p)) if ttft is not None and len(ttft) else None,
+        total_ms=stats.percentile(total, p),
+        ttft_ms=stats.percentile(ttft, p) if ttft is not None and len(ttft) else None,
         attainment_pct=100.0 * float(good.sum()) / prep.requests
         if good is not None and prep.requests
         else None,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from types import ModuleType
 
@@ -102,7 +105,8 @@ def read(data: bytes, source: str, fmt: str, options: ReadOptions) -> list[Run]:
     data = data.removeprefix(UTF8_BOM)  # Windows tools write one; no format has a use for it
     mod = detect(data, source, options) if fmt == "auto" else module(fmt)
     try:
-        runs: list[Run] = mod.read(data, source, options)
+        with _collector_paused():
+            runs: list[Run] = mod.read(data, source, options)
     except _MALFORMED as e:
         what = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
         raise InputError(
@@ -114,6 +118,22 @@ def read(data: bytes, source: str, fmt: str, options: ReadOptions) -> list[Run]:
     for run in runs:  # one place for every reader: no computation sees an absurd value
         check_bounds(run)
     return [_stamped(r, mod.NAME) for r in runs]
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a reader runs. A decoded JSON file is millions of
+    dicts and lists, and none refers back to another: each collection walks them all for
+    nothing, more often the larger the file (half the time of an OTLP read of 100,000 spans).
+    Reference counting still frees everything a reader drops."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _stamped(run: Run, name: str) -> Run:

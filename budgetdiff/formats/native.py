@@ -567,7 +567,8 @@ def _itl(table: _Table, column: str, unit: str, source: str) -> tuple[Itl, bool]
         cells = _itl_cells(arr)
         if cells is not None:
             values, offsets = cells
-            return Itl(values=values * scale, offsets=offsets), False
+            # in ms already: Arrow's buffer as it is, not a copy of every gap
+            return Itl(values=values * scale if scale != 1.0 else values, offsets=offsets), False
         # a token Arrow does not read as a number: Python's float() decides, and names the row
         pieces: list[float] = []
         offsets_list = [0]

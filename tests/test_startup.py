@@ -1,0 +1,132 @@
+"""The start-up work a compare does not need stays undone (the time is measured by
+`bench/bench_readers.py --startup`, not here): which modules a run imports, and that what
+replaced the imported helpers gives the same values."""
+
+from __future__ import annotations
+
+import ast
+import gc
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from budgetdiff.formats import ReadOptions, detect
+from budgetdiff.stats import percentile, percentiles
+from budgetdiff.table import repeated_ids
+from tests.helpers import BUDGET, slices, write_table
+
+# Run as the console script runs: budgetdiff.cli.entry, then the modules the run imported.
+PROBE = """
+import sys
+from budgetdiff.cli import entry
+sys.argv = ["budgetdiff", *sys.argv[1:]]
+try:
+    entry()
+except SystemExit as e:
+    code = e.code
+print(code, sorted(sys.modules), file=sys.stderr)
+"""
+# Not imported by a compare of local files: numpy.ma (np.unique / np.percentile), pydantic's
+# plugin lookup (importlib.metadata, email), git's subprocess, tempfile, pandas through pyarrow.
+METADATA = ("importlib.metadata", "email")
+UNNEEDED = (
+    "numpy.ma",
+    *METADATA,
+    "subprocess",
+    "tempfile",
+    "pandas",
+    "tabulate",
+)
+
+
+def imported(args: list[str], env: dict[str, str] | None = None) -> tuple[int, set[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=env, check=False
+    )
+    code, _, modules = done.stderr.strip().splitlines()[-1].partition(" ")
+    return int(code), set(ast.literal_eval(modules))
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    folder = tmp_path_factory.mktemp("startup")
+    base = write_table(folder / "base.csv", slices(1, 100))
+    head = write_table(folder / "head.csv", slices(2, 100))
+    (folder / "budget.yml").write_text(BUDGET, encoding="utf-8")
+    return ["--base", str(base), "--head", str(head), "--budget", str(folder / "budget.yml")]
+
+
+def test_a_compare_imports_only_what_it_uses(pair: list[str]) -> None:
+    code, modules = imported(["compare", *pair, "--output", "json"])
+    assert code in (0, 1)
+    assert "pydantic" in modules and "pyarrow" in modules  # the probe saw a real run
+    assert not [m for m in UNNEEDED if m in modules]
+
+
+def test_the_table_output_imports_its_renderer_alone(pair: list[str]) -> None:
+    code, modules = imported(["compare", *pair])
+    assert code in (0, 1)
+    assert "tabulate" in modules
+    # tabulate looks its own version up through importlib.metadata (and its tempfile) on import
+    its_own = ("tabulate", "tempfile", *METADATA)
+    assert not [m for m in UNNEEDED if m in modules and m not in its_own]
+
+
+def test_plugins_a_user_names_keep_pydantics_loader(pair: list[str]) -> None:
+    import os
+
+    env = {**os.environ, "PYDANTIC_DISABLE_PLUGINS": "some_plugin"}
+    code, modules = imported(["compare", *pair, "--output", "json"], env)
+    assert code in (0, 1)
+    assert "importlib.metadata" in modules  # pydantic's own loader looked for plugins
+
+
+def test_pydantics_plugin_loader_is_where_the_cli_answers_for_it() -> None:
+    """The CLI answers for `pydantic.plugin._loader.get_plugins` (no plugins); if pydantic moves
+    it, the answer would go unused and start-up would grow again: this says so."""
+    from pydantic.plugin import _loader
+
+    assert callable(_loader.get_plugins)
+
+
+def test_percentile_is_numpys_exactly() -> None:
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 7, 100, 1001):
+        x = rng.lognormal(5, 1, n)
+        x[rng.integers(0, n, n // 3)] = x[0]  # ties
+        for p in (1.0, 50.0, 90.0, 95.0, 99.0, 99.9, 99.99):
+            want = float(np.percentile(x, p))
+            assert percentile(x, p) == want
+            pool = x.copy()
+            assert percentile(pool, p, in_place=True) == want
+    x = np.array([3.0, np.nan, 1.0, 2.0])
+    assert np.isnan(np.percentile(x, 50)) and np.isnan(percentile(x, 50))
+    assert all(np.isnan(v) for v in percentiles(x, [50.0, 95.0]))
+
+
+def test_repeated_ids_counts_what_np_unique_drops() -> None:
+    rng = np.random.default_rng(6)
+    for ids in (
+        np.array([], dtype=str),
+        np.array(["a"]),
+        np.array(["a", "b", "a", "c", "a", "b"]),
+        rng.integers(0, 50, 200).astype(str),
+        np.array(["x", "y", "x"], dtype=object),
+    ):
+        assert repeated_ids(ids) == len(ids) - len(np.unique(ids))
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_reading_leaves_the_cycle_collector_as_it_found_it(tmp_path: Path, enabled: bool) -> None:
+    path = write_table(tmp_path / "r.csv", slices(3, 50))
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        runs = detect.read(path.read_bytes(), str(path), "auto", ReadOptions())
+        assert runs[0].n == 50
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
