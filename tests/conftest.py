@@ -5,16 +5,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# the real tool files the tests read, cut down from ../shared/samples (tests/data/SOURCES.md)
+# the real tool files the tests read, cut down from ../shared/samples (tests/data/SOURCES.md);
+# the tests read only these, so a lone clone runs exactly what CI runs
 SAMPLES = ROOT / "tests" / "data"
-# more of them where the shared folder sits beside the repository: it adds, never replaces
-SHARED = ROOT.parent / "shared" / "samples"
 DEMO = ROOT / "budgetdiff" / "demo"
 
 
 def sample_roots() -> list[Path]:
-    """tests/data, and ../shared/samples when it is there."""
-    return [SAMPLES, SHARED] if SHARED.is_dir() else [SAMPLES]
+    """Where the tests' real tool files are: tests/data."""
+    return [SAMPLES]
 
 
 def sample_files() -> list[Path]:
