@@ -312,26 +312,9 @@ def _coalition_percentiles(b: list[FloatArray], h: list[FloatArray], p: float) -
     dropping them shifts both ranks by the same count. The first `a` slices form a prefix
     enumerated one at a time; the last k - a are expanded into a block whose rows are coalitions.
     """
-    k, n = len(b), len(b[0])
-    idx = (n - 1) * p / 100.0
-    r_lo = min(math.floor(idx), n - 1)
-    r_hi = min(r_lo + 1, n - 1)
-    t = idx - r_lo
-    lo = np.zeros(n)
-    hi = np.zeros(n)
-    for bi, hi_i in zip(b, h, strict=True):
-        lo = lo + np.minimum(bi, hi_i)
-        hi = hi + np.maximum(bi, hi_i)
-    floor_value = np.partition(lo, r_lo)[r_lo]
-    ceil_value = np.partition(hi, r_hi)[r_hi]
-    below = hi < floor_value
-    keep = ~below & ~(lo > ceil_value)
-    shift = int(below.sum())
-    r_lo -= shift
-    r_hi -= shift
-    b = [x[keep] for x in b]
-    h = [x[keep] for x in h]
-    m = int(keep.sum())
+    k = len(b)
+    b, h, (r_lo, r_hi, t) = _candidates(b, h, p)
+    m = len(b[0])
 
     rows = max(1, _CHUNK_BYTES // (8 * m))
     expand = min(k, rows.bit_length() - 1)
