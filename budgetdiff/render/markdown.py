@@ -464,6 +464,7 @@ def history_section(s: Scenario) -> list[str]:
     if h is None:
         return []
     p = f"p{s.comparison.percentile:g}"
+    failing = {f.subject for f in s.findings if f.kind == "drift" and f.fails}
     if not h.window:
         why = (
             "the budget changed in this run: the drift counts from here"
@@ -485,13 +486,7 @@ def history_section(s: Scenario) -> list[str]:
                 t.sparkline,
                 f"{pct(t.cumulative_pct, signed=True)} over {len(t.values) - 1}",
                 ref
-                + (
-                    " ❌ drift"
-                    if t.drift and s.verdict == "fail"
-                    else " ⚠️ drift"
-                    if t.drift
-                    else ""
-                ),
+                + (" ❌ drift" if t.drift and t.name in failing else " ⚠️ drift" if t.drift else ""),
                 md(f"since {t.slower_since}", 80) if t.slower_since else "–",
             ]
         )
