@@ -167,7 +167,7 @@ def cmd_history(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -
     drift; `--html` draws them. A view: exit 0 whatever it shows."""
     from budgetdiff import history
     from budgetdiff.budget import Regression
-    from budgetdiff.render.numbers import ms, pct
+    from budgetdiff.numbers import ms, pct
     from budgetdiff.render.text import plain
 
     args.history = args.file
@@ -296,8 +296,8 @@ def cmd_rebudget(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) 
             f"{args.head[0]}: re-budgeting needs one row per request (the tail contributions); "
             "this file holds only aggregates: pass the tool's per-request file"
         )
+    from budgetdiff.numbers import ms, num
     from budgetdiff.render.cells import budget_meaning, fix_first
-    from budgetdiff.render.numbers import ms, num
     from budgetdiff.render.text import plain
 
     p = f"p{budget.percentile:g}"
@@ -344,7 +344,7 @@ def cmd_whatif(args: argparse.Namespace, env: Mapping[str, str], out: TextIO) ->
 def _whatif_estimate(args: argparse.Namespace, budget: Budget, out: TextIO) -> int:
     """TTFT + (tokens - 1) / rate + tail against the SLO with its headroom."""
     from budgetdiff import whatif
-    from budgetdiff.render.numbers import ms
+    from budgetdiff.numbers import ms
 
     if args.scale or args.add:
         raise UsageError("--scale and --add change per-request data: pass it with --head FILE")
@@ -399,7 +399,7 @@ def _against_slo(
     checks: list[tuple[str, float | None, float | None]], budget: Budget, out: TextIO
 ) -> bool:
     """One line per SLO metric: value vs target with the budget's headroom; all fit?"""
-    from budgetdiff.render.numbers import ms
+    from budgetdiff.numbers import ms
 
     fits = True
     pct = f"{budget.headroom * 100:g}%"
@@ -423,8 +423,8 @@ def _whatif_data(
     """Per-request data with some slices scaled or shifted: percentiles, headroom, attainment."""
     from budgetdiff import whatif
     from budgetdiff.compare import slice_parts
+    from budgetdiff.numbers import ms, pct, signed_ms
     from budgetdiff.prepare import prepare
-    from budgetdiff.render.numbers import ms, pct, signed_ms
     from budgetdiff.render.text import plain
 
     estimate_flags = [

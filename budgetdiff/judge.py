@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from budgetdiff.budget import Budget
 from budgetdiff.compare import Comparison, Row
-from budgetdiff.render.numbers import ms, pct, signed_ms
+from budgetdiff.numbers import ms, pct, signed_ms
 
 if TYPE_CHECKING:
     from budgetdiff.history import History, Trend

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from budgetdiff.compare import Comparison, Row, Side
-from budgetdiff.render.numbers import ms, num, pct, signed_ms
+from budgetdiff.numbers import ms, num, pct, signed_ms
 from budgetdiff.whatif import FixFirst
 
 CHANGE_WORDS = {

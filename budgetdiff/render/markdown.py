@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 from budgetdiff.compare import Comparison, Row
 from budgetdiff.judge import Finding
+from budgetdiff.numbers import ms, num, pct, signed_ms
 from budgetdiff.render import cells
 from budgetdiff.render.chart import budget_chart
-from budgetdiff.render.numbers import ms, num, pct, signed_ms
 from budgetdiff.render.text import md
 from budgetdiff.report import Report, Scenario
 

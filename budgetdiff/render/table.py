@@ -7,8 +7,8 @@ from collections.abc import Callable
 from tabulate import tabulate
 
 from budgetdiff.compare import Row
+from budgetdiff.numbers import ms, num, pct
 from budgetdiff.render import cells
-from budgetdiff.render.numbers import ms, num, pct
 from budgetdiff.render.text import plain
 from budgetdiff.report import Report
 
