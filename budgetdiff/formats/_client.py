@@ -1,6 +1,6 @@
 """Validation shared by the client-side benchmark readers: parse untrusted JSON, check each field.
 
-Every check raises one `InputError` that names the format, the file and the key, and says how
+Every check raises one `ReadError` that names the format, the file and the key, and says how
 to fix it; nothing here lets a KeyError, TypeError or ValueError escape to the user.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from budgetdiff.errors import InputError
+from budgetdiff.errors import ReadError
 from budgetdiff.table import FloatArray, Itl
 
 # Milliseconds per unit, for the unit strings AIPerf and genai-perf write next to a value.
@@ -40,11 +40,13 @@ class Ctx:
     source: str
     hint: str
 
-    def error(self, where: str, problem: str) -> InputError:
+    def error(self, where: str, problem: str) -> ReadError:
         where_part = f"{where} " if where else ""
-        return InputError(
+        return ReadError(
             f"{self.fmt}: {self.source}: {where_part}{problem}; is this {self.hint}? "
-            "(use --format to pick another)"
+            "(use --format to pick another)",
+            file=self.source,
+            field=where or None,
         )
 
 
@@ -267,11 +269,9 @@ def optional_number(value: Any, where: str, ctx: Ctx, *, latency: bool = False) 
 def numbers(value: Any, where: str, ctx: Ctx, *, latency: bool = False) -> FloatArray:
     """A JSON list of numbers as float64; `latency=True` also demands finite and >= 0."""
     items = arr(value, where, ctx)
-    # Fast path: numpy infers a numeric dtype only when every item is a number (a string, null,
-    # list or an int beyond int64 gives another dtype). A JSON true inside numbers reads as 1.
-    inferred = np.asarray(items) if items else np.zeros(0)
-    if inferred.ndim == 1 and inferred.dtype.kind in "fiu":
-        out = inferred.astype(np.float64, copy=False)
+    fast = _all_numbers(items)
+    if fast is not None:
+        out = fast
     else:
         items = [literal(item) for item in items]
         for i, item in enumerate(items):
@@ -290,6 +290,21 @@ def numbers(value: Any, where: str, ctx: Ctx, *, latency: bool = False) -> Float
     return out
 
 
+def _all_numbers(items: list[Any]) -> FloatArray | None:
+    """The fast path: the items as float64 when numpy reads every one as a number (a string,
+    null, list or an int beyond int64 gives another dtype, or numpy refuses a ragged nesting);
+    else None, and the caller names the item that is not a number. A JSON true reads as 1."""
+    if not items:
+        return np.zeros(0)
+    try:
+        inferred = np.asarray(items)
+    except ValueError:  # lists and numbers mixed: "an inhomogeneous shape"
+        return None
+    if inferred.ndim == 1 and inferred.dtype.kind in "fiu":
+        return inferred.astype(np.float64, copy=False)
+    return None
+
+
 def number_lists(
     lists: Sequence[Any], where: Callable[[int], str], ctx: Ctx, *, latency: bool = False
 ) -> Itl:
@@ -300,10 +315,8 @@ def number_lists(
     if all(type(item) is list for item in lists):
         lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
         offsets = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lengths)])
-        flat = list(itertools.chain.from_iterable(lists))
-        inferred = np.asarray(flat) if flat else np.zeros(0)
-        if inferred.ndim == 1 and inferred.dtype.kind in "fiu":
-            values = inferred.astype(np.float64, copy=False)
+        values = _all_numbers(list(itertools.chain.from_iterable(lists)))
+        if values is not None:
             bad = ~(np.isfinite(values) & (values >= 0.0)) if latency else None
             if bad is None or not bad.any():
                 return Itl(values=values, offsets=offsets)
