@@ -113,20 +113,79 @@ def literal(value: Any) -> Any:
     return value
 
 
-def load_json(data: bytes, ctx: Ctx) -> Any:
-    """The whole file as one JSON value (`Infinity`/`NaN` literals allowed, as Python writes)."""
-    fast = _fast(data)
-    if fast is not None:
-        return fast
-    text = _text(data, ctx)
+class JsonProblem(Exception):
+    """Why a text is no JSON value, for the reader to word: `kind` is "syntax" (the parser's
+    `line`, `column` and `message`; `truncated` when the text ends inside a value), "digits" (an
+    integer past Python's digit limit; `message`), "deep" (nested past the recursion limit) or
+    "utf8" (bytes that are not UTF-8: byte `position`, on `line`)."""
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        line: int = 0,
+        column: int = 0,
+        position: int = 0,
+        message: str = "",
+        truncated: bool = False,
+    ) -> None:
+        super().__init__(kind, message)
+        self.kind = kind
+        self.line = line
+        self.column = column
+        self.position = position
+        self.message = message
+        self.truncated = truncated
+
+
+def parse_json(data: bytes | str) -> Any:
+    """The one JSON parse of the readers: one value (`Infinity`/`NaN` literals allowed, as
+    Python writes); a `JsonProblem` when the text is not one JSON value. Bytes (UTF-8, a
+    byte-order mark dropped) go through orjson where it can; text goes to the stdlib, which
+    keeps an integer past 2**64 an int (orjson makes it a float): the native table reader
+    relies on that for ids."""
+    if isinstance(data, bytes):
+        fast = _fast(data)
+        if fast is not None:
+            return fast
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            raise JsonProblem("utf8", position=exc.start, line=line) from None
+    else:
+        text = data
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ctx.error("", _json_problem(exc)) from None
+        truncated = exc.pos >= len(exc.doc.rstrip())
+        raise JsonProblem(
+            "syntax", line=exc.lineno, column=exc.colno, message=exc.msg, truncated=truncated
+        ) from None
     except ValueError as exc:  # an integer literal longer than Python's digit limit
-        raise ctx.error("", f"holds a number JSON cannot hold ({exc})") from None
+        raise JsonProblem("digits", message=str(exc)) from None
     except RecursionError:
-        raise ctx.error("", "is nested too deeply to be a results file") from None
+        raise JsonProblem("deep") from None
+
+
+def load_json(data: bytes, ctx: Ctx) -> Any:
+    """The whole file as one JSON value (`Infinity`/`NaN` literals allowed, as Python writes)."""
+    try:
+        return parse_json(data)
+    except JsonProblem as problem:
+        raise ctx.error("", _worded(problem)) from None
+
+
+def _worded(problem: JsonProblem) -> str:
+    if problem.kind == "utf8":
+        return f"is not UTF-8 text (byte {problem.position})"
+    if problem.kind == "digits":
+        return f"holds a number JSON cannot hold ({problem.message})"
+    if problem.kind == "deep":
+        return "is nested too deeply to be a results file"
+    if problem.truncated:
+        return "ends in the middle of a JSON value (truncated file?)"
+    return f"is not valid JSON at line {problem.line} column {problem.column} ({problem.message})"
 
 
 def iter_json_values(data: bytes, ctx: Ctx) -> Iterator[tuple[int, Any]]:

@@ -7,13 +7,13 @@ parser (which recurses) sees it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from budgetdiff.errors import ReadError
+from budgetdiff.formats._client import JsonProblem, parse_json
 from budgetdiff.formats.native_sniff import delimiter
 from budgetdiff.formats.native_tables import NAME, ArrowTable, RowsTable, Table, utf8
 
@@ -152,16 +152,16 @@ def _parse(text: str, source: str, line: int | None) -> Any:
     """One JSON value; `line` numbers a JSON Lines row in the message (None: the whole file)."""
     at = "" if line is None else f"line {line}: "
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno}" if line is None else f"line {line}"
-        raise ReadError.at(
-            NAME, source, f"invalid JSON at {where} ({exc.msg}); fix or re-export it"
-        ) from exc
-    except ValueError as exc:  # an integer literal longer than Python's digit limit
-        raise ReadError.at(NAME, source, f"{at}{_huge(exc)}; write plain numbers") from None
-    except RecursionError:
-        raise ReadError.at(NAME, source, f"{at}{_DEEP}") from None
+        return parse_json(text)
+    except JsonProblem as problem:
+        if problem.kind == "digits":
+            message = f"{at}{_huge(problem.message)}; write plain numbers"
+        elif problem.kind == "deep":
+            message = f"{at}{_DEEP}"
+        else:  # text, so a syntax error
+            where = f"line {problem.line if line is None else line}"
+            message = f"invalid JSON at {where} ({problem.message}); fix or re-export it"
+        raise ReadError.at(NAME, source, message) from None
 
 
 def _load_json_lines(data: bytes, source: str) -> Table:
@@ -217,5 +217,5 @@ def _nesting(data: bytes) -> int:
 _DEEP = "nested too deeply to be a table; write one flat object per request"
 
 
-def _huge(exc: ValueError) -> str:
-    return f"a number with more digits than JSON numbers here may have ({exc})"
+def _huge(detail: str) -> str:
+    return f"a number with more digits than JSON numbers here may have ({detail})"

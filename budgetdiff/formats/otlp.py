@@ -13,7 +13,6 @@ The file is one `ExportTraceServiceRequest` ({"resourceSpans": [...]}) or JSON L
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ import numpy as np
 
 from budgetdiff.errors import ReadError
 from budgetdiff.formats import ReadOptions
+from budgetdiff.formats._client import JsonProblem, parse_json
 from budgetdiff.table import KNOWN_SLICES, FloatArray, Run
 
 NAME = "otlp"
@@ -136,19 +136,19 @@ def _documents(data: bytes, source: str) -> list[dict[str, Any]]:
         raise _fail(source, "the file is empty; export traces as OTLP/JSON")
     try:
         docs: list[Any] = [_loads(text, source, "")]
-    except json.JSONDecodeError as whole:
+    except JsonProblem as whole:
         docs = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
                 docs.append(_loads(line, source, f"line {number}: "))
-            except json.JSONDecodeError as exc:
+            except JsonProblem as problem:
                 raise _fail(
                     source,
-                    f"invalid JSON at line {whole.lineno if number == 1 else number} "
-                    f"({exc.msg}); the file is cut short or not OTLP/JSON",
-                ) from exc
+                    f"invalid JSON at line {whole.line if number == 1 else number} "
+                    f"({problem.message}); the file is cut short or not OTLP/JSON",
+                ) from None
     for doc in docs:
         if not isinstance(doc, dict) or not isinstance(doc.get("resourceSpans"), list):
             raise _fail(
@@ -160,15 +160,16 @@ def _documents(data: bytes, source: str) -> list[dict[str, Any]]:
 
 
 def _loads(text: str, source: str, where: str) -> Any:
-    """One JSON document; a JSONDecodeError passes (the caller tries JSON Lines next)."""
+    """One JSON document; a syntax error passes as a JsonProblem (the caller tries JSON Lines
+    next)."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        return parse_json(text)
+    except JsonProblem as problem:
+        if problem.kind == "digits":  # an integer literal longer than Python's digit limit
+            raise _fail(source, f"{where}a number too long to read ({problem.message})") from None
+        if problem.kind == "deep":
+            raise _fail(source, f"{where}nested too deeply to be an OTLP export") from None
         raise
-    except ValueError as exc:  # an integer literal longer than Python's digit limit
-        raise _fail(source, f"{where}a number too long to read ({exc})") from None
-    except RecursionError:
-        raise _fail(source, f"{where}nested too deeply to be an OTLP export") from None
 
 
 def _spans(docs: list[dict[str, Any]], source: str) -> list[tuple[str, dict[str, Any]]]:
