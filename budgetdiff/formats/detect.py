@@ -18,7 +18,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from budgetdiff.errors import ReaderBug, ReadError
-from budgetdiff.formats import native_sniff
 from budgetdiff.formats.registry import READERS, Reader, names, reader
 from budgetdiff.table import check_bounds
 
@@ -47,6 +46,8 @@ def detect(data: bytes, source: str, options: ReadOptions) -> Reader:
     for candidate in READERS:
         if candidate.sniff(head, source):
             return candidate
+    from budgetdiff.formats import native_sniff  # as the readers: imported when first needed
+
     # the budget maps its own column names, or the columns are its own slices: a native table
     if options.columns or native_sniff.has_slices(head, options.slices):
         return reader("native")
