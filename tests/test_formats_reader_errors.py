@@ -86,3 +86,15 @@ def test_every_format_has_a_reader_with_its_name() -> None:
     for name in detect.FORMATS:
         assert name == registry.reader(name).module.NAME
     assert registry.reader("csv").name == "native"
+
+
+def test_a_table_in_memory_is_read_with_the_same_errors_as_a_file() -> None:
+    import pyarrow as pa
+
+    (run,) = detect.read_arrow(pa.table({"total_ms": [1.0, 2.0]}), "frame", ReadOptions())
+    assert run.n == 2 and run.meta["schema"] == "in-memory table"
+    ids = pa.array([{"a": 1}, {"a": 2}])
+    with pytest.raises(ReadError, match=r"^native: frame: column 'request_id' holds struct"):
+        detect.read_arrow(
+            pa.table({"total_ms": [1.0, 2.0], "request_id": ids}), "frame", ReadOptions()
+        )

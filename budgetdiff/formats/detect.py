@@ -86,7 +86,7 @@ def _sorted_errors(fmt: str, source: str) -> Iterator[None]:
     naming the file and the format; anything else as the reader's bug (`ReaderBug`)."""
     try:
         yield
-    except ReadError:
+    except (ReadError, MemoryError):  # the file's fault as the reader says; the machine's
         raise
     except Exception as e:
         if not _malformed(e):
