@@ -13,15 +13,9 @@ import numpy as np
 import pytest
 
 from budgetdiff.budget import Budget, parse_budget
+from budgetdiff.budget_file import ADDED_COMMENT, update_budget_text, write_budget
 from budgetdiff.errors import BudgetError
-from budgetdiff.rebudget import (
-    ADDED_COMMENT,
-    feasibility,
-    missing_slices,
-    propose,
-    update_budget_text,
-    write_budget,
-)
+from budgetdiff.rebudget import feasibility, missing_slices, propose
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "rebudget.md"
 NAMES = ("network", "queue", "prefill", "decode", "app")

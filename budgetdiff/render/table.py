@@ -70,7 +70,7 @@ def render_table(report: Report) -> str:
                 f"{plain(k)} {num(float(v))}" for k, v in c.rebudget.allocation.items()
             )
             out += ["", f"re-budget ({ms(c.rebudget.target_ms)}): {alloc}"]
-            out += [f"  {plain(m, 400)}" for m in c.rebudget.messages[1:]]
+            out += [f"  {plain(m, 400)}" for m in c.rebudget.lines]  # the target is said above
         for name, side in (("base", c.base), ("head", c.head)):
             a = side.attainment if side is not None else None
             if a is not None:
