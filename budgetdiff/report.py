@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from budgetdiff.compare import Comparison
@@ -78,13 +78,7 @@ class Report:
         for s in self.scenarios:
             for f in s.findings:
                 if multi and s.comparison.name:
-                    f = Finding(
-                        f.kind,
-                        f.subject,
-                        f.fails,
-                        f"[{s.comparison.name}] {f.message}",
-                        f.accepted,
-                    )
+                    f = replace(f, message=f"[{s.comparison.name}] {f.message}")
                 out.append(f)
         return out
 
