@@ -100,3 +100,8 @@ def share_ms(x: float, decimals: int) -> str:
 def setting_pct(fraction: float) -> str:
     """A budget setting's fraction as a percentage, as short as it is: `10%`, `12.5%`."""
     return f"{fraction * 100:g}%"
+
+
+def schema_bound(x: float) -> str:
+    """A bound of the budget schema, in an error message: `1,000`, `0.5`."""
+    return f"{x:,.0f}" if x.is_integer() else f"{x:g}"
