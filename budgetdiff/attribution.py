@@ -175,6 +175,7 @@ def shapley(
     *,
     orders: int = SAMPLED_ORDERS,
     seed: int = 0,
+    exact_up_to: int = MAX_SHAPLEY_SLICES,
 ) -> Shapley:
     """Shapley decomposition of p-th percentile(total head) - p-th percentile(total base).
 
@@ -182,11 +183,11 @@ def shapley(
     A slice missing on one side counts as 0 ms there. v(S) is the p-th percentile over requests
     of (head values for the slices in S + base values for the others). A slice identical in base
     and head is a null player: it gets exactly 0.0 and leaves the game (the others' values do
-    not change). Up to MAX_SHAPLEY_SLICES changed slices, exact enumeration of the coalitions,
-    each coalition's sum computed in one fixed slice order; above, the average over `orders`
-    slice orders (half random with a fixed seed, half their reverses) of each slice's marginal
-    change, whose sum telescopes to v(all) - v(none) in every order. Either way the results add
-    up to v(all) - v(none) up to float rounding.
+    not change). Up to `exact_up_to` (MAX_SHAPLEY_SLICES) changed slices, exact enumeration of
+    the coalitions, each coalition's sum computed in one fixed slice order; above, the average
+    over `orders` slice orders (half random with a fixed seed, half their reverses) of each
+    slice's marginal change, whose sum telescopes to v(all) - v(none) in every order. Either way
+    the results add up to v(all) - v(none) up to float rounding.
     """
     names = list(head) + [n for n in base if n not in head]
     if not names:
@@ -211,7 +212,7 @@ def shapley(
     gh = [h[i] for i in changed]
     gb[0], gh[0] = const + gb[0], const + gh[0]
     k = len(changed)
-    if k <= MAX_SHAPLEY_SLICES:
+    if k <= exact_up_to:
         phi = _exact_shapley(gb, gh, p)
         sampled = None
     else:
