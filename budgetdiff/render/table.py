@@ -73,13 +73,21 @@ def _tables(c: Comparison) -> list[str]:
     """The SLO table, what its rows mean, and the slice table."""
     p = percentile(c.percentile)
     compare = c.base is not None
-    out = ["", _rows(c.slo, f"SLO {p}", compare, ("headroom",), lambda r: [cells.headroom(r)])]
+    slo = _rows(
+        c.slo,
+        names=(f"SLO {p}", "target"),
+        compare=compare,
+        last=("headroom",),
+        tail=lambda r: [cells.headroom(r)],
+    )
+    out = ["", slo]
     meaning = cells.definitions(c)
     if meaning:
         out.append(plain(meaning, 300))
     if c.slices:
         last = (f"part of {p} total", "budget use", "tail share (change)")
-        out += ["", _rows(c.slices, f"slice {p}", compare, last, _slice_cells)]
+        names = (f"slice {p}", "budget")
+        out += ["", _rows(c.slices, names=names, compare=compare, last=last, tail=_slice_cells)]
         if any(r.part_ms is not None for r in c.slices):
             out.append(cells.budget_meaning(c))
     return out
@@ -108,15 +116,16 @@ def _attainment(c: Comparison) -> list[str]:
 
 def _rows(
     rows: tuple[Row, ...],
-    first: str,
+    *,
+    names: tuple[str, str],
     compare: bool,
     last: tuple[str, ...],
     tail: Callable[[Row], list[str]],
 ) -> str:
-    """One table: the row's name, target, (base), head, (change), then `last` columns."""
+    """One table: the row's name, target, (base), head, (change), then `last` columns;
+    `names` heads the first two (`SLO p95`, `target`)."""
     head = [
-        first,
-        "target" if first.startswith("SLO") else "budget",
+        *names,
         *(["base"] if compare else []),
         "head",
         *(["change"] if compare else []),
