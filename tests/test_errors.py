@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.helpers import BUDGET, run, slices, write_table
@@ -125,10 +127,20 @@ def test_size_limit(good: tuple[Path, Path], capsys: pytest.CaptureFixture[str])
     assert code == 2 and "limit" in err and "head.csv" in err
 
 
-def test_nan_free_rows_are_fine(
+def test_the_same_table_without_the_bad_cell_is_read_exactly(
     good: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The counterpart of the bad-value cases: the clean table is read, and each slice's p95
+    is numpy's percentile of the column as written."""
     head, budget = good
-    code, out, err = run(["check", "--head", str(head), "--budget", str(budget)], capsys)
-    assert code == 0, err
-    assert "decode" in out
+    code, out, err = run(
+        ["check", "--head", str(head), "--budget", str(budget), "--output", "json"], capsys
+    )
+    assert code in (0, 1) and err == ""
+    report = json.loads(out)
+    cols = slices(1, n=200)
+    got = {r["name"]: r["head_ms"] for r in report["slices"]}
+    assert set(got) >= {"queue", "prefill", "decode"}
+    for name in ("queue", "prefill", "decode"):
+        assert got[name] == pytest.approx(np.percentile(cols[f"{name}_ms"], 95), abs=1e-3)
+    assert report["requests"]["head"] == 200

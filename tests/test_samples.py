@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.helpers import run
@@ -112,6 +113,18 @@ def test_prometheus_scrapes_give_rows_and_say_when_buckets_are_too_coarse(
     assert slices["decode"]["change"] != "none"  # the decode histogram did move buckets
 
 
+def _own_p95_total_ms(path: Path) -> float:
+    """The p95 end to end as the tool itself states it (or, for per-request files, as numpy
+    computes it from the file's successful requests): what budgetdiff must report."""
+    doc = json.loads(path.read_text())
+    if isinstance(doc, list):  # LLMPerf individual responses
+        ok = [r["end_to_end_latency_s"] for r in doc if r.get("error_code") is None]
+        return float(np.percentile(ok, 95)) * 1000
+    if "results_end_to_end_latency_s_quantiles_p95" in doc:  # LLMPerf summary
+        return float(doc["results_end_to_end_latency_s_quantiles_p95"]) * 1000
+    return float(doc["successes"]["latency"]["request_latency"]["p95"]) * 1000  # inference-perf
+
+
 @pytest.mark.parametrize(
     "base,head",
     [
@@ -130,13 +143,16 @@ def test_prometheus_scrapes_give_rows_and_say_when_buckets_are_too_coarse(
         ("llmperf/anyscale_70b_summary.json", "llmperf/fireworks_70b_summary.json"),
     ],
 )
-def test_fetched_files_give_a_report(
+def test_fetched_files_give_the_tools_own_percentiles(
     base: str, head: str, samples: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _, report = compare(samples / "fetched", tmp_path, capsys, [base], [head])
-    assert report["slo"] and all(
-        r["head_ms"] is not None for r in report["slo"] if r["metric"] in ("ttft", "total")
-    )
-    if report["requests"]["head"] and "summary" in head:
+    slo = {r["metric"]: r for r in report["slo"]}
+    assert {"ttft", "total"} <= set(slo)
+    for side, name in (("base", base), ("head", head)):
+        want = _own_p95_total_ms(samples / "fetched" / name)
+        assert slo["total"][f"{side}_ms"] == pytest.approx(want, rel=1e-3), side
+    assert all(slo[m]["head_ms"] > 0 and slo[m]["base_ms"] > 0 for m in ("ttft", "total"))
+    if "summary" in head:
         # aggregates: no interval, so never judged silently
-        assert all(r["change"] == "inconclusive" for r in report["slo"])
+        assert all(r["change"] == "inconclusive" for r in slo.values())
