@@ -18,17 +18,8 @@ import numpy as np
 
 from budgetdiff.errors import ReadError
 from budgetdiff.table import FloatArray, Itl
+from budgetdiff.units import SPELLED_UNIT_TO_MS
 
-# Milliseconds per unit, for the unit strings AIPerf and genai-perf write next to a value.
-_MS_PER_UNIT = {
-    "ns": 1e-6,
-    "us": 1e-3,
-    "ms": 1.0,
-    "s": 1000.0,
-    "sec": 1000.0,
-    "secs": 1000.0,
-    "seconds": 1000.0,
-}
 _PERCENTILE_KEY = re.compile(r"p(\d{1,2}(?:\.\d+)?)")
 
 
@@ -405,9 +396,10 @@ def pooled(gaps: Sequence[FloatArray]) -> Itl:
 
 def ms_per(unit: Any, where: str, ctx: Ctx) -> float:
     """Milliseconds per one `unit` (as AIPerf / genai-perf spell units)."""
-    if not isinstance(unit, str) or unit.lower() not in _MS_PER_UNIT:
-        raise ctx.error(where, f"has unit {unit!r}; expected one of {', '.join(_MS_PER_UNIT)}")
-    return _MS_PER_UNIT[unit.lower()]
+    if not isinstance(unit, str) or unit.lower() not in SPELLED_UNIT_TO_MS:
+        known = ", ".join(SPELLED_UNIT_TO_MS)
+        raise ctx.error(where, f"has unit {unit!r}; expected one of {known}")
+    return SPELLED_UNIT_TO_MS[unit.lower()]
 
 
 def percentiles(stats: Mapping[str, Any], where: str, ctx: Ctx, scale: float) -> dict[float, float]:
