@@ -677,7 +677,7 @@ def _publish(report: Report, args: argparse.Namespace, env: Mapping[str, str]) -
         report_id=args.id,
         verdict=report.verdict,
         regressions=report.regressions,
-        findings=[(f.kind, f.subject, f.fails, f.message) for f in report.findings],
+        findings=report.findings,
         json_path=json_path,
         render_markdown=lambda limit: render_markdown(report, limit),
         render_resolved=lambda limit: render_markdown(report, limit, resolved=True),
