@@ -23,8 +23,7 @@ from budgetdiff.errors import (
     UsageError,
     bug_message,
 )
-from budgetdiff.github import actions, fetch_results_artifact, validate_report_id
-from budgetdiff.github.context import GitHubContext
+from budgetdiff.github import GitHubContext, actions, fetch_results_artifact, validate_report_id
 from budgetdiff.github.history_store import Store, validate_branch
 from budgetdiff.render.text import one_line
 
@@ -117,7 +116,7 @@ def build(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
             )
         temp = context.temp_dir()
         folder = Path(tempfile.mkdtemp(prefix=f"budgetdiff-results-{report_id}-", dir=temp))
-        folder = fetch_results_artifact(results_artifact, env, folder)
+        folder = fetch_results_artifact(results_artifact, context, folder)
         head = [_inside(folder, name, "head") for name in head]
         if not base_artifact:  # else `base` names files inside the base artifact
             base = [_inside(folder, name, "base") for name in base]
