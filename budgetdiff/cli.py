@@ -18,10 +18,6 @@ from budgetdiff.errors import BUG_EXIT_CODE, BudgetdiffError, InputError, UsageE
 from budgetdiff.render.text import one_line
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    import httpx
-
     from budgetdiff.budget import Budget
     from budgetdiff.formats import ReadOptions
     from budgetdiff.history import Loaded
@@ -88,6 +84,12 @@ class _NoPandas:
             raise ModuleNotFoundError(f"budgetdiff's CLI does not use {name}", name=name)
 
 
+if TYPE_CHECKING:  # main's seams for the GitHub API
+    from collections.abc import Callable
+
+    import httpx
+
+
 def main(
     argv: Sequence[str] | None = None,
     environ: Mapping[str, str] | None = None,
@@ -102,9 +104,10 @@ def main(
     args = parser.parse_args(argv)
     try:
         if getattr(args, "github", False):  # the runner's environment, read once
-            from budgetdiff.github import GitHubContext
+            from budgetdiff.github import GitHubContext, GitHubEnviron
 
-            args.github_context = GitHubContext.from_environ(env, transport=transport, sleep=sleep)
+            context = GitHubContext.from_environ(env, transport=transport, sleep=sleep)
+            env = GitHubEnviron(env, context)
         with warnings.catch_warnings():
             # numpy's overflow and invalid-value warnings: every result is checked for
             # non-finite values where it matters, and a warning would put lines before the
@@ -686,8 +689,8 @@ def _publish(report: Report, args: argparse.Namespace, env: Mapping[str, str]) -
     from budgetdiff.render.json import render_json
     from budgetdiff.render.markdown import render_markdown
 
-    context: github.GitHubContext = args.github_context  # read by main
-    json_path = Path(args.json) if args.json else context.report_path(args.id)
+    context = github.GitHubContext.of(env)
+    json_path = Path(args.json) if args.json else _report_path(env, args.id)
     if not args.json:
         _write_atomic(json_path, render_json(report))
     pub = github.Publication(
@@ -730,7 +733,7 @@ def _base_files(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[list[
 
         fetched = github.fetch_base_artifact(
             args.base_artifact,
-            args.github_context,
+            github.GitHubContext.of(env),
             Path(tempfile.mkdtemp(prefix="budgetdiff-base-")),
         )
         print(fetched.annotation(), flush=True)  # where the base came from, or why none
@@ -794,6 +797,12 @@ def _fail_on(raw: str | None, budget: Budget) -> list[str]:
 def _scenarios(args: argparse.Namespace) -> list[str]:
     raw = getattr(args, "scenario", None)
     return [s for s in raw.split(",") if s] if raw else []
+
+
+def _report_path(env: Mapping[str, str], report_id: str) -> Path:
+    from budgetdiff.github import GitHubContext
+
+    return GitHubContext.of(env).report_path(report_id)
 
 
 def _write_atomic(path: Path, text: str) -> None:
