@@ -22,9 +22,8 @@ from budgetdiff.compare import (
     against_target,
 )
 from budgetdiff.errors import InputError
-from budgetdiff.formats.prometheus import histogram_quantile
 from budgetdiff.prepare import Prepared
-from budgetdiff.table import KNOWN_SLICES, Histogram, Run
+from budgetdiff.table import KNOWN_SLICES, Histogram, Run, histogram_quantile
 
 NO_INTERVAL = "summary input: no per-request data, so no interval; the change is not judged"
 
