@@ -13,6 +13,7 @@ import numpy as np
 
 from budgetdiff import attribution, rebudget, stats, whatif
 from budgetdiff.budget import Budget, Regression
+from budgetdiff.numbers import pct
 from budgetdiff.prepare import Prepared, material, slice_sum
 from budgetdiff.table import UNATTRIBUTED, FloatArray, Run, repeated_ids
 
@@ -586,7 +587,8 @@ def _not_comparable(base: Prepared, head: Prepared) -> list[str]:
         mb, mh = _finite_mean(xb), _finite_mean(xh)
         if mb and mh and abs(mh - mb) / mb > 0.10 and _clearly_apart(xb, xh):
             reasons.append(
-                f"mean {label} differs: base {mb:.0f} tokens, head {mh:.0f} ({(mh / mb - 1):+.0%})"
+                f"mean {label} differs: base {mb:.0f} tokens, head {mh:.0f} "
+                f"({pct(100 * (mh / mb - 1), digits=0, signed=True)})"
             )
     return reasons
 

@@ -411,6 +411,7 @@ def scrape(name: str, counts: list[float]) -> Run:
         # head's p95 in a higher bucket: tested on the bucket counts
         ([0, 50, 900, 50, 0], [0, 0, 500, 500, 0], False, "regression"),
     ],
+    ids=["same-bucket", "first-bucket", "across-buckets"],
 )
 def test_a_change_inside_one_bucket_is_inconclusive_because_the_buckets_are_too_coarse(
     base: list[float], head: list[float], coarse: bool, cell: str

@@ -108,6 +108,7 @@ def tpot_run(*, tool: bool = False, decode: bool = True) -> Run:
         (False, True, "decode", 8.0, True),  # decode / (tokens - 1): app time is not decoding
         (False, False, "total - TTFT", 10.0, False),  # (150 - 50) / 10, vLLM's definition
     ],
+    ids=["tool", "decode", "total-minus-ttft"],
 )
 def test_tpot_is_the_tools_else_decode_else_total_minus_ttft_in_the_row_and_in_attainment(
     tool: bool, decode: bool, source: str, tpot_ms: float, met: bool
