@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from budgetdiff import stats
+from budgetdiff import numbers, stats
 from budgetdiff.budget import Budget
 from budgetdiff.compare import (
     METRIC_LABELS,
@@ -22,7 +22,6 @@ from budgetdiff.compare import (
 )
 from budgetdiff.errors import InputError
 from budgetdiff.formats.prometheus import histogram_quantile
-from budgetdiff.numbers import pct
 from budgetdiff.prepare import Prepared
 from budgetdiff.table import KNOWN_SLICES, Histogram, Run
 
@@ -208,8 +207,8 @@ def _exceedance(b: _Value, h: _Value, p: float) -> tuple[float | None, str]:
     if p_value is None:
         return None, NO_INTERVAL
     return p_value, (
-        f"from histogram buckets: {pct(100 * kb / nb)} of base and "
-        f"{pct(100 * kh / nh)} of head requests took over {bound:g} ms "
+        f"from histogram buckets: {numbers.pct(100 * kb / nb)} of base and "
+        f"{numbers.pct(100 * kh / nh)} of head requests took over {bound:g} ms "
         f"(expected {100 - p:g}% at p{p:g})"
     )
 
