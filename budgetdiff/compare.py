@@ -2,6 +2,8 @@
 
 Takes prepared per-request values and returns the rows (values, interval, change, budget use,
 tail share), the re-budget proposal and the attainment; `judge` turns them into findings.
+`decide_rows` (changes to verdicts) and `against_target` (a value against its target) are the
+one path for every row; `aggregate` builds its rows with them too.
 """
 
 from __future__ import annotations
