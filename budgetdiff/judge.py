@@ -299,8 +299,8 @@ def _failure_rate(c: Comparison, confidence: float) -> _Raw:
     se = math.sqrt(pooled * (1 - pooled) * (1 / nb + 1 / nh)) if nb and nh else 0.0
     significant = se > 0 and (rh - rb) / se > NormalDist().inv_cdf((1 + confidence) / 2)
     message = (
-        f"{fh} of {nh} requests failed at head ({pct(100 * rh)}), "
-        f"{fb} of {nb} at base ({pct(100 * rb)})"
+        f"{count(fh)} of {count(nh)} requests failed at head ({pct(100 * rh)}), "
+        f"{count(fb)} of {count(nb)} at base ({pct(100 * rb)})"
     )
     if significant:  # the budget cannot name it: a higher failure rate fails as a regression
         return _Raw("failure_rate", "requests", message, "regression")

@@ -74,11 +74,12 @@ def fine_ms(x: float) -> str:
     return f"{x:.2f}"
 
 
-def budget_ms(x: float) -> str:
-    """Milliseconds as a budget file writes them, without the unit: `4200`, `812`, `7.5`.
-
-    Ungrouped, unlike `num` (`4,200`): the re-budget messages quote budget file numbers."""
-    return f"{x:.0f}" if abs(x) >= 10 or x == int(x) else f"{x:.1f}"
+def budget_ms(x: float | None) -> str:
+    """Milliseconds as a budget holds them, without the unit: whole numbers grouped like `num`
+    (`48`, `4,200`, not `48.0`), a fraction as it is (`7.5`)."""
+    if x is None or not float(x).is_integer():
+        return num(x)
+    return f"{x:,.0f}"
 
 
 def change_ms(x: float) -> str:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from budgetdiff.budget import Budget
 from budgetdiff.budget_file import write_budget
 from budgetdiff.errors import BudgetError
-from budgetdiff.numbers import budget_ms, fine_ms, pct, percentile, setting_pct
+from budgetdiff.numbers import budget_ms, fine_ms, ms, pct, percentile, setting_pct
 from budgetdiff.table import UNATTRIBUTED
 
 if TYPE_CHECKING:
@@ -142,14 +142,14 @@ class _Target:
 
 def _target(budget: Budget, *, total_ms: float, ttft_ms: float | None) -> _Target:
     p = percentile(budget.percentile)
-    end_to_end = f"the {p} end to end, {budget_ms(total_ms)} ms"
+    end_to_end = f"the {p} end to end, {ms(total_ms)}"
     target = _total_target(budget, total_ms=total_ms, end_to_end=end_to_end)
     limit = budget.slo.total if budget.slo.total is not None else target.ms
     if total_ms > limit:
         return replace(target, shortfall_ms=total_ms - limit, over=end_to_end)
     ttft_slo = budget.slo.ttft
     if ttft_slo is not None and ttft_ms is not None and ttft_ms > ttft_slo:
-        over = f"the {p} TTFT, {budget_ms(ttft_ms)} ms"
+        over = f"the {p} TTFT, {ms(ttft_ms)}"
         return replace(target, shortfall_ms=ttft_ms - ttft_slo, over=over)
     return target
 
@@ -159,24 +159,24 @@ def _total_target(budget: Budget, *, total_ms: float, end_to_end: str) -> _Targe
     a total SLO, the sum of the current slice budgets."""
     slo = budget.slo.total
     if slo is None:
-        ms = math.fsum(s.budget for s in budget.slices.values())
+        whole = math.fsum(s.budget for s in budget.slices.values())
         return _Target(
-            ms=ms,
+            ms=whole,
             headline="the budget has no total SLO: the target is the sum of the current slice "
-            f"budgets, {budget_ms(ms)} ms (add `slo: total:` to re-budget against an SLO)",
+            f"budgets, {budget_ms(whole)} ms (add `slo: total:` to re-budget against an SLO)",
         )
     headroom = setting_pct(budget.headroom)
-    ms = slo * (1 - budget.headroom)
+    target = slo * (1 - budget.headroom)
     headline = (
-        f"target {budget_ms(ms)} ms = total SLO {budget_ms(slo)} ms x (1 - {headroom} headroom)"
+        f"target {budget_ms(target)} ms = total SLO {budget_ms(slo)} ms x (1 - {headroom} headroom)"
     )
-    if ms < total_ms <= slo:
+    if target < total_ms <= slo:
         low = (
             f"{end_to_end}, leaves less than the budget's {headroom} headroom: the split fills "
             f"the SLO itself, {budget_ms(slo)} ms"
         )
         return _Target(ms=slo, headline=headline, lines=(low,))
-    return _Target(ms=ms, headline=headline)
+    return _Target(ms=target, headline=headline)
 
 
 def _unbudgeted(
@@ -185,7 +185,7 @@ def _unbudgeted(
     """A line for each slice of the proposal that the budget does not have (`unattributed`)."""
     return [
         f"{name} (not in the budget) {allocation[name]} ms: time the slices do not "
-        f"explain ({budget_ms(need[name])} ms of the {p} end to end); it gets its own line, "
+        f"explain ({ms(need[name])} of the {p} end to end); it gets its own line, "
         "or add the slice that is missing"
         for name in allocation
         if budget.slice_budget(name) is None
@@ -213,9 +213,9 @@ def _helping(names: list[str], fix_first: Sequence[FixFirst]) -> list[FixFirst]:
 
 def _does_not_fit(target: _Target, work_first: str, fix_first: Sequence[FixFirst]) -> str:
     ranked = _helping([work_first], fix_first)
-    gain = f" (10% faster: {budget_ms(ranked[0].total_change_ms)} ms)" if ranked else ""
+    gain = f" (10% faster: {ms(ranked[0].total_change_ms)})" if ranked else ""
     return (
-        f"does not fit: {target.over} is over its SLO by {budget_ms(target.shortfall_ms)} ms; "
+        f"does not fit: {target.over} is over its SLO by {ms(target.shortfall_ms)}; "
         f"no split of the slices can fix that: work on {work_first} first{gain}"
     )
 

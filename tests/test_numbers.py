@@ -34,7 +34,8 @@ def test_sentence_shapes() -> None:
     assert numbers.change_ms(1082.4) == "+1,082 ms" and numbers.change_ms(-4.23) == "-4.2 ms"
     assert numbers.change_ms(9.96) == "+10 ms"  # whole from 10 ms as rounded
     assert numbers.share_ms(560.0, 0) == "+560 ms"
-    assert numbers.budget_ms(5400.0) == "5400" and numbers.budget_ms(7.5) == "7.5"
+    assert numbers.budget_ms(5400.0) == "5,400" and numbers.budget_ms(48) == "48"
+    assert numbers.budget_ms(7.5) == "7.50" and numbers.budget_ms(None) == "–"
     assert numbers.setting_pct(0.1) == "10%" and numbers.setting_pct(0.125) == "12.5%"
     assert numbers.fine_ms(0.854) == "0.85" and numbers.rate(12.345) == "12.35/s"
     assert numbers.schema_bound(1000.0) == "1,000" and numbers.schema_bound(0.5) == "0.5"

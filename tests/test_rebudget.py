@@ -87,7 +87,7 @@ def test_the_slack_follows_the_parts() -> None:
         "decode": 4500,
         "app": 150,
     }
-    assert prop.headline == "target 5400 ms = total SLO 6000 ms x (1 - 10% headroom)"
+    assert prop.headline == "target 5,400 ms = total SLO 6,000 ms x (1 - 10% headroom)"
     assert prop.messages == (prop.headline, *prop.lines)  # the JSON report's list
 
 
@@ -122,13 +122,13 @@ def test_when_the_total_does_not_fit_it_says_by_how_much_and_what_to_fix_first()
     assert prop.shortfall_ms == pytest.approx(380)
     assert prop.work_first == "decode"
     assert prop.messages[-1] == (
-        "does not fit: the p95 end to end, 6380 ms is over its SLO by 380 ms; no split of the "
+        "does not fit: the p95 end to end, 6,380 ms is over its SLO by 380 ms; no split of the "
         "slices can fix that: work on decode first (10% faster: -540 ms)"
     )
     assert sum(prop.allocation.values()) == 5400  # a proportional split of the target
     over_ttft = propose(budget, parts, total_ms=5000.0, ttft_ms=1300.0)
     assert not over_ttft.fits and over_ttft.shortfall_ms == pytest.approx(100)
-    assert "the p95 TTFT, 1300 ms is over its SLO by 100 ms" in over_ttft.messages[-1]
+    assert "the p95 TTFT, 1,300 ms is over its SLO by 100 ms" in over_ttft.messages[-1]
 
 
 def test_unattributed_time_gets_its_own_line() -> None:
@@ -198,9 +198,9 @@ def test_feasibility_warnings() -> None:
     assert ok == []  # 16.05 ms per token left, 15 measured
     slow = feasibility(budget, ttft_p_ms=900, output_tokens_p50=401, tpot_measured_ms=19)
     assert slow == [
-        "the total target 6000 ms leaves 12.00 ms per output token after the ttft target of "
-        "1200 ms, for a median answer of 401 tokens: the median measured TPOT is 19.00 ms: "
-        "decoding must get 37% faster, or the total SLO grow to about 8800 ms"
+        "the total target 6,000 ms leaves 12.00 ms per output token after the ttft target of "
+        "1,200 ms, for a median answer of 401 tokens: the median measured TPOT is 19.00 ms: "
+        "decoding must get 37% faster, or the total SLO grow to about 8,800 ms"
     ]
     long = feasibility(budget, ttft_p_ms=900, output_tokens_p50=6001, tpot_measured_ms=None)
     assert len(long) == 1 and "0.80 ms per output token" in long[0]
@@ -208,7 +208,7 @@ def test_feasibility_warnings() -> None:
     no_ttft_slo = parse_budget("slo: {total: 1000}\n", "b.yml")
     none_left = feasibility(no_ttft_slo, ttft_p_ms=1100, output_tokens_p50=50, tpot_measured_ms=5)
     assert none_left == [
-        "the measured ttft (1100 ms) leaves nothing of the total target (1000 ms) for the "
+        "the measured ttft (1,100 ms) leaves nothing of the total target (1,000 ms) for the "
         "50 output tokens of a median answer"
     ]
     assert feasibility(budget, ttft_p_ms=None, output_tokens_p50=1, tpot_measured_ms=5) == []

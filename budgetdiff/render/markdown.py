@@ -9,7 +9,18 @@ from typing import TYPE_CHECKING
 
 from budgetdiff.compare import Comparison, Row
 from budgetdiff.judge import Finding
-from budgetdiff.numbers import count, interval, ms, num, pct, percentile, points, rate, signed_ms
+from budgetdiff.numbers import (
+    budget_ms,
+    count,
+    interval,
+    ms,
+    num,
+    pct,
+    percentile,
+    points,
+    rate,
+    signed_ms,
+)
 from budgetdiff.render import cells
 from budgetdiff.render.chart import budget_chart
 from budgetdiff.render.text import md
@@ -430,7 +441,8 @@ def _rebudget(c: Comparison) -> list[str]:
     prop = c.rebudget
     assert prop is not None
     body = [
-        [md(name), num(_current(c, name)), num(float(v))] for name, v in prop.allocation.items()
+        [md(name), budget_ms(_current(c, name)), budget_ms(v)]
+        for name, v in prop.allocation.items()
     ]
     text = _table(["slice", "budget now", "proposed"], body, "lrr")
     text += [""] + [f"- {md(m, 300)}" for m in (prop.headline, *prop.lines)]

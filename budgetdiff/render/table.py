@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from tabulate import tabulate
 
 from budgetdiff.compare import Comparison, Row
-from budgetdiff.numbers import count, interval, ms, num, pct, percentile
+from budgetdiff.numbers import budget_ms, count, interval, ms, num, pct, percentile
 from budgetdiff.render import cells
 from budgetdiff.render.text import plain
 
@@ -46,7 +46,7 @@ def _scenario(s: Scenario, *, several: bool) -> list[str]:
             for i, f in enumerate(c.fix_first, 1)
         ]
     if c.rebudget is not None:
-        alloc = ", ".join(f"{plain(k)} {num(float(v))}" for k, v in c.rebudget.allocation.items())
+        alloc = ", ".join(f"{plain(k)} {budget_ms(v)}" for k, v in c.rebudget.allocation.items())
         out += ["", f"re-budget ({ms(c.rebudget.target_ms)}): {alloc}"]
         out += [f"  {plain(m, 400)}" for m in c.rebudget.lines]  # the target is said above
     out += _attainment(c)
@@ -104,7 +104,7 @@ def _attainment(c: Comparison) -> list[str]:
         a = side.attainment if side is not None else None
         if a is not None:
             out.append(
-                f"attainment {name}: {a.good}/{a.total} requests met every target "
+                f"attainment {name}: {count(a.good)}/{count(a.total)} requests met every target "
                 f"({pct(a.pct)} {interval(*a.ci_pct, signed=False)}"
                 + (f", effective n {count(a.effective_n)}" if a.effective_n is not None else "")
                 + ")"
