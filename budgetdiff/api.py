@@ -1,5 +1,5 @@
 """The Python API: `compare` and `check` on files or tables in memory, returning the Report the
-CLI renders. The same pipeline as the CLI (`cli.read_files`, `cli.evaluate`); only the edges
+CLI renders. The same pipeline as the CLI (`budgetdiff.evaluate`); only the edges
 differ: results may be DataFrames, pyarrow Tables or dicts of arrays, the budget a dict.
 
 Importing this module is cheap (it is imported with the package); the work starts at the call.
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import pyarrow
 
     from budgetdiff.budget import Budget
+    from budgetdiff.evaluate import Reading
     from budgetdiff.report import Report
     from budgetdiff.table import Run
 
@@ -52,9 +53,7 @@ def compare(
     Bad input raises `budgetdiff.errors.BudgetdiffError` (InputError, BudgetError, UsageError)
     with the message the CLI would print.
     """
-    b = load_budget(budget)
-    kinds = _fail_on(fail_on, b)
-    return _evaluate(_runs(base, "base", b, format), _runs(head, "head", b, format), b, kinds, id)
+    return _report(base, head, budget, fail_on=fail_on, fmt=format, report_id=id)
 
 
 def check(
@@ -65,9 +64,30 @@ def check(
     format: str = "auto",
     id: str = "default",
 ) -> Report:
-    """One run against the SLO and the slice budgets, no base, as `budgetdiff check` does."""
+    """One run against the SLO and the slice budgets, no base, as `budgetdiff check` does.
+    Takes `compare`'s arguments less `base`."""
+    return _report(None, head, budget, fail_on=fail_on, fmt=format, report_id=id)
+
+
+def _report(
+    base: Results | None,
+    head: Results,
+    budget: BudgetLike,
+    *,
+    fail_on: Iterable[str] | None,
+    fmt: str,
+    report_id: str,
+) -> Report:
+    """compare and check: the CLI's pipeline (`budgetdiff.evaluate`) from the API's inputs."""
+    from budgetdiff import evaluate  # the pipeline: `import budgetdiff` stays cheap
+
     b = load_budget(budget)
-    return _evaluate(None, _runs(head, "head", b, format), b, _fail_on(fail_on, b), id)
+    kinds = _fail_on(fail_on, b)
+    reading = evaluate.Reading(budget=b, environ=os.environ, fmt=fmt)
+    base_runs = _runs(base, "base", reading) if base is not None else None
+    head_runs = _runs(head, "head", reading)
+    _check_id(report_id)
+    return evaluate.evaluate(base_runs, head_runs, b, fail_on=kinds, report_id=report_id)
 
 
 def load_budget(budget: BudgetLike) -> Budget:
@@ -97,18 +117,15 @@ def _names_a_file(value: object) -> bool:
     return value.strip().endswith((".yml", ".yaml", ".json")) or Path(value).is_file()
 
 
-def _evaluate(
-    base: list[Run] | None, head: list[Run], budget: Budget, fail_on: list[str], report_id: str
-) -> Report:
-    from argparse import ArgumentTypeError
+def _check_id(report_id: str) -> None:
+    import argparse
 
-    from budgetdiff.cli import _report_id, evaluate
+    from budgetdiff.cli import report_id as id_rule  # the CLI's rule for --id
 
     try:
-        _report_id(report_id)  # the CLI's rule for --id
-    except ArgumentTypeError as e:
+        id_rule(report_id)
+    except argparse.ArgumentTypeError as e:
         raise UsageError(f"id: {e}") from None
-    return evaluate(base, head, budget, fail_on, report_id, None)
 
 
 def _fail_on(kinds: Iterable[str] | None, budget: Budget) -> list[str]:
@@ -128,23 +145,21 @@ def _fail_on(kinds: Iterable[str] | None, budget: Budget) -> list[str]:
     return out
 
 
-def _runs(results: Results, side: str, budget: Budget, fmt: str) -> list[Run]:
+def _runs(results: Results, side: str, reading: Reading) -> list[Run]:
     """One side's runs: files through the CLI's readers, tables through the native reader."""
-    from budgetdiff.cli import read_files
-
     if isinstance(results, (str, os.PathLike)):
-        return read_files([os.fspath(results)], None, fmt, budget, os.environ)
+        return reading.side([os.fspath(results)]).runs
     if isinstance(results, (list, tuple)):
         paths = [os.fspath(p) for p in results if isinstance(p, (str, os.PathLike))]
         if paths and len(paths) == len(results):  # several files of one run
-            return read_files(paths, None, fmt, budget, os.environ)
-    return _read_table(results, side, budget)
+            return reading.side(paths).runs
+    return _read_table(results, side, reading.budget)
 
 
 def _read_table(results: object, side: str, budget: Budget) -> list[Run]:
     import pyarrow as pa
 
-    from budgetdiff.cli import read_options
+    from budgetdiff.evaluate import read_options
     from budgetdiff.formats import native
     from budgetdiff.formats.detect import _MALFORMED
 
