@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
     from budgetdiff.budget import Budget
-    from budgetdiff.evaluate import Side
     from budgetdiff.history import Loaded
     from budgetdiff.judge import Acceptance
     from budgetdiff.report import Report
@@ -133,8 +132,9 @@ def cmd_compare(o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
             f"base ({', '.join(base_files)}) and head ({', '.join(o.head)}) are the same "
             "bytes: nothing was compared; point --base at the base commit's results"
         )
+    base_runs = base.runs if base is not None else None
     report = evaluate.evaluate(
-        base.runs if base is not None else None,
+        base_runs,
         head.runs,
         budget,
         fail_on=fail_on,
@@ -144,7 +144,8 @@ def cmd_compare(o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
         accepted=_accepted(o, env),
         history=_history(args, env),
     )
-    _write_page(o, report, base, head, budget)
+    if o.html:  # the trend charts and this run's base vs head distributions
+        _write_atomic(Path(o.html), evaluate.trend_page(report, base_runs, head.runs, budget))
     return _finish(report, o, env, out)
 
 
@@ -171,7 +172,8 @@ def cmd_check(o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
         report_id=o.id,
         history=_history(o.namespace(), env),
     )
-    _write_page(o, report, None, head, budget)
+    if o.html:  # the trend charts and this run's head distributions
+        _write_atomic(Path(o.html), evaluate.trend_page(report, None, head.runs, budget))
     return _finish(report, o, env, out)
 
 
@@ -179,18 +181,6 @@ def _load_budget(path: str) -> Budget:
     from budgetdiff.budget import load_budget  # pydantic: --help and --version do without it
 
     return load_budget(Path(path))
-
-
-def _write_page(
-    o: RunOptions, report: Report, base: Side | None, head: Side, budget: Budget
-) -> None:
-    """`--html PAGE`: the trend charts and the current run's base vs head CDFs."""
-    if not o.html:
-        return
-    from budgetdiff.evaluate import trend_page
-
-    page = trend_page(report, base.runs if base is not None else None, head.runs, budget)
-    _write_atomic(Path(o.html), page)
 
 
 def cmd_history(o: HistoryOptions, env: Mapping[str, str], out: TextIO) -> int:
