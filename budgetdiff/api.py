@@ -53,7 +53,10 @@ def compare(
     Bad input raises `budgetdiff.errors.BudgetdiffError` (InputError, BudgetError, UsageError)
     with the message the CLI would print.
     """
-    return _report(base, head, budget, fail_on=fail_on, fmt=format, report_id=id)
+    b = load_budget(budget)
+    kinds = _fail_on(fail_on, b)
+    reading = _reading(b, format)
+    return _evaluate(_runs(base, "base", reading), _runs(head, "head", reading), b, kinds, id)
 
 
 def check(
@@ -66,28 +69,26 @@ def check(
 ) -> Report:
     """One run against the SLO and the slice budgets, no base, as `budgetdiff check` does.
     Takes `compare`'s arguments less `base`."""
-    return _report(None, head, budget, fail_on=fail_on, fmt=format, report_id=id)
-
-
-def _report(
-    base: Results | None,
-    head: Results,
-    budget: BudgetLike,
-    *,
-    fail_on: Iterable[str] | None,
-    fmt: str,
-    report_id: str,
-) -> Report:
-    """compare and check: the CLI's pipeline (`budgetdiff.evaluate`) from the API's inputs."""
-    from budgetdiff import evaluate  # the pipeline: `import budgetdiff` stays cheap
-
     b = load_budget(budget)
-    kinds = _fail_on(fail_on, b)
-    reading = evaluate.Reading(budget=b, environ=os.environ, fmt=fmt)
-    base_runs = _runs(base, "base", reading) if base is not None else None
-    head_runs = _runs(head, "head", reading)
+    head_runs = _runs(head, "head", _reading(b, format))
+    return _evaluate(None, head_runs, b, _fail_on(fail_on, b), id)
+
+
+def _reading(budget: Budget, fmt: str) -> Reading:
+    """How the API reads files: as the CLI does, with the process's environment."""
+    from budgetdiff.evaluate import Reading  # the pipeline: `import budgetdiff` stays cheap
+
+    return Reading(budget=budget, environ=os.environ, fmt=fmt)
+
+
+def _evaluate(
+    base: list[Run] | None, head: list[Run], budget: Budget, fail_on: list[str], report_id: str
+) -> Report:
+    """The CLI's pipeline on the runs the API has read."""
+    from budgetdiff.evaluate import evaluate
+
     _check_id(report_id)
-    return evaluate.evaluate(base_runs, head_runs, b, fail_on=kinds, report_id=report_id)
+    return evaluate(base, head, budget, fail_on=fail_on, report_id=report_id)
 
 
 def load_budget(budget: BudgetLike) -> Budget:
