@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from budgetdiff import stats
+from budgetdiff import numbers, stats
 from budgetdiff.table import UNATTRIBUTED, FloatArray
 
 MAX_SHAPLEY_SLICES = 10  # changed slices; more are sampled (`SAMPLED_ORDERS` slice orders)
@@ -175,6 +175,7 @@ def shapley(
     *,
     orders: int = SAMPLED_ORDERS,
     seed: int = 0,
+    exact_up_to: int = MAX_SHAPLEY_SLICES,
 ) -> Shapley:
     """Shapley decomposition of p-th percentile(total head) - p-th percentile(total base).
 
@@ -182,11 +183,11 @@ def shapley(
     A slice missing on one side counts as 0 ms there. v(S) is the p-th percentile over requests
     of (head values for the slices in S + base values for the others). A slice identical in base
     and head is a null player: it gets exactly 0.0 and leaves the game (the others' values do
-    not change). Up to MAX_SHAPLEY_SLICES changed slices, exact enumeration of the coalitions,
-    each coalition's sum computed in one fixed slice order; above, the average over `orders`
-    slice orders (half random with a fixed seed, half their reverses) of each slice's marginal
-    change, whose sum telescopes to v(all) - v(none) in every order. Either way the results add
-    up to v(all) - v(none) up to float rounding.
+    not change). Up to `exact_up_to` (MAX_SHAPLEY_SLICES) changed slices, exact enumeration of
+    the coalitions, each coalition's sum computed in one fixed slice order; above, the average
+    over `orders` slice orders (half random with a fixed seed, half their reverses) of each
+    slice's marginal change, whose sum telescopes to v(all) - v(none) in every order. Either way
+    the results add up to v(all) - v(none) up to float rounding.
     """
     names = list(head) + [n for n in base if n not in head]
     if not names:
@@ -211,7 +212,7 @@ def shapley(
     gh = [h[i] for i in changed]
     gb[0], gh[0] = const + gb[0], const + gh[0]
     k = len(changed)
-    if k <= MAX_SHAPLEY_SLICES:
+    if k <= exact_up_to:
         phi = _exact_shapley(gb, gh, p)
         sampled = None
     else:
@@ -338,11 +339,6 @@ def _coalition_percentiles(b: list[FloatArray], h: list[FloatArray], p: float) -
     return v
 
 
-def _ms(x: float) -> str:
-    """Signed milliseconds for a sentence: '+420 ms', '-4.2 ms', '+1,234 ms'."""
-    return f"{x:+,.0f} ms" if abs(x) >= 9.95 else f"{x:+.1f} ms"
-
-
 def headline(
     p: float,
     change_ms: float,
@@ -362,19 +358,21 @@ def headline(
     excludes 0 but the change does not count (under `regression.min_change` / `min_ms`, or not
     once every row is tested, Holm), 'no change that counts'.
     """
-    what = f"p{p:g} {label}"
+    what = f"{numbers.percentile(p)} {label}"
     if not math.isfinite(change_ms):
         return f"{what}: no value to compare"
     if change == "inconclusive":
-        return f"{what} {_ms(change_ms)}: inconclusive (too few requests to tell)"
+        return f"{what} {numbers.change_ms(change_ms)}: inconclusive (too few requests to tell)"
     if change not in ("regression", "improvement"):
         could, word = "", "no significant change"
         if ci_ms is not None and all(math.isfinite(v) for v in ci_ms):
-            could = f", could be {_ms(ci_ms[0])[:-3]} to {_ms(ci_ms[1])}"
+            could = (
+                f", could be {numbers.change_ms(ci_ms[0])[:-3]} to {numbers.change_ms(ci_ms[1])}"
+            )
             if ci_ms[0] > 0 or ci_ms[1] < 0:  # real, but under the floor or not across all rows
                 word = "no change that counts"
-        return f"{what}: {word} ({_ms(change_ms)}{could})"
-    decimals = 0 if abs(change_ms) >= 9.95 else 1
+        return f"{what}: {word} ({numbers.change_ms(change_ms)}{could})"
+    decimals = numbers.change_decimals(change_ms)
     shown = round_shares(parts, decimals) if parts else {}
     sign = 1.0 if change_ms > 0 else -1.0
     order = sorted(
@@ -382,15 +380,13 @@ def headline(
         key=lambda k: (shown[k] * sign <= 0, -abs(shown[k])),
     )
     named = order[:4] if len(order) <= 4 else order[:3]
-    words = [f"{k} {_fixed(shown[k], decimals)}" for k in named]
+    words = [f"{k} {numbers.share_ms(shown[k], decimals)}" for k in named]
     rest = [k for k in order if k not in named]
     if rest:
         others = round(math.fsum(shown[k] for k in rest), decimals)
-        words.append(f"{len(rest)} others {_fixed(others, decimals)}")
-    total = _fixed(round(math.fsum(shown.values()), decimals), decimals) if shown else None
-    head = f"{what} {total or _ms(change_ms)} ({change})"
+        words.append(f"{len(rest)} others {numbers.share_ms(others, decimals)}")
+    total = (
+        numbers.share_ms(round(math.fsum(shown.values()), decimals), decimals) if shown else None
+    )
+    head = f"{what} {total or numbers.change_ms(change_ms)} ({change})"
     return f"{head}: {', '.join(words)}" if words else head
-
-
-def _fixed(x: float, decimals: int) -> str:
-    return f"{x:+,.{decimals}f} ms"

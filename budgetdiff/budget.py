@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from budgetdiff.errors import BudgetError
+from budgetdiff.numbers import count, schema_bound
 from budgetdiff.table import MAX_MS
 
 FailKind = Literal[
@@ -311,8 +312,7 @@ def _in_budget_words(err: Any, loc: list[str]) -> str:
     }
     if kind in bound:
         limit = float(next(iter(ctx.values()), 0))
-        said = f"{limit:,.0f}" if limit.is_integer() else f"{limit:g}"
-        return f"must be {bound[kind]} {said}{unit}, not {shown}"
+        return f"must be {bound[kind]} {schema_bound(limit)}{unit}, not {shown}"
     if kind.startswith(("float", "int", "finite")):
         example = {"percentile": "95", "confidence": "0.95"}.get(key, "4200")
         what = "a number" + (" of milliseconds" if unit else "")
@@ -339,17 +339,62 @@ def _load_yaml(text: str, source: str) -> tuple[object, Any]:
 
     if len(text) > MAX_BUDGET_BYTES:
         raise BudgetError(
-            f"{source}: {len(text):,} characters is not a budget file; keep it "
-            f"under {MAX_BUDGET_BYTES:,}"
+            f"{source}: {count(len(text))} characters is not a budget file; keep it "
+            f"under {count(MAX_BUDGET_BYTES)}"
         )
+    # libyaml when PyYAML has it: ten times faster on a budget of 10,000 slices
+    safe: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        _check_depth(text, source, safe)
+        loader = _strict_loader(safe, source)(text)
+        try:
+            root = loader.get_single_node()
+            data = loader.construct_document(root) if root is not None else None
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise BudgetError(f"{source}{where}: not valid YAML ({problem})") from None
+    return data, root
+
+
+def _check_depth(text: str, source: str, loader: Any) -> None:
+    """Refuse a document nested deeper than MAX_BUDGET_DEPTH, from its tokens, before the
+    composer recurses into it."""
+    import yaml
+
+    opening = (
+        yaml.BlockMappingStartToken
+        | yaml.BlockSequenceStartToken
+        | yaml.FlowMappingStartToken
+        | yaml.FlowSequenceStartToken
+    )
+    closing = yaml.BlockEndToken | yaml.FlowMappingEndToken | yaml.FlowSequenceEndToken
+    depth = 0
+    for token in yaml.scan(text, Loader=loader):
+        if isinstance(token, opening):
+            depth += 1
+            if depth > MAX_BUDGET_DEPTH:
+                raise BudgetError(
+                    f"{source}:{token.start_mark.line + 1}: nested more than "
+                    f"{MAX_BUDGET_DEPTH} levels deep; a budget is a few keys, see "
+                    "`budgetdiff schema`"
+                )
+        elif isinstance(token, closing):
+            depth -= 1
+
+
+def _strict_loader(safe: Any, source: str) -> Any:
+    """A loader class on `safe` that refuses a key given twice, a boolean and an integer too
+    long to convert, each with the line it is on."""
+    import yaml
 
     def fail(node: Any, what: str) -> BudgetError:
         return BudgetError(f"{source}:{node.start_mark.line + 1}: {what}")
 
-    # libyaml when PyYAML has it: ten times faster on a budget of 10,000 slices
-    safe: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class Loader(safe):  # type: ignore[valid-type,misc]
+    class Loader(safe):  # type: ignore[misc]
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             seen: set[str] = set()
             for key, _ in node.value:
@@ -368,44 +413,14 @@ def _load_yaml(text: str, source: str) -> tuple[object, Any]:
 
         def construct_yaml_int(self, node: Any) -> Any:
             if sum(c.isdigit() for c in node.value) > MAX_INT_DIGITS:
-                raise fail(node, f"an integer of {len(node.value):,} digits; write a plain number")
+                raise fail(
+                    node, f"an integer of {count(len(node.value))} digits; write a plain number"
+                )
             return super().construct_yaml_int(node)
 
     Loader.add_constructor("tag:yaml.org,2002:bool", Loader.construct_yaml_bool)
     Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
-    try:
-        depth = 0
-        for token in yaml.scan(text, Loader=safe):
-            if isinstance(
-                token,
-                yaml.BlockMappingStartToken
-                | yaml.BlockSequenceStartToken
-                | yaml.FlowMappingStartToken
-                | yaml.FlowSequenceStartToken,
-            ):
-                depth += 1
-                if depth > MAX_BUDGET_DEPTH:
-                    raise BudgetError(
-                        f"{source}:{token.start_mark.line + 1}: nested more than "
-                        f"{MAX_BUDGET_DEPTH} levels deep; a budget is a few keys, see "
-                        "`budgetdiff schema`"
-                    )
-            elif isinstance(
-                token, yaml.BlockEndToken | yaml.FlowMappingEndToken | yaml.FlowSequenceEndToken
-            ):
-                depth -= 1
-        loader = Loader(text)
-        try:
-            root = loader.get_single_node()
-            data = loader.construct_document(root) if root is not None else None
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise BudgetError(f"{source}{where}: not valid YAML ({problem})") from None
-    return data, root
+    return Loader
 
 
 def _line_of(node: Any, loc: list[str]) -> int | None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from budgetdiff.budget import Budget
 from budgetdiff.compare import Comparison, Row
-from budgetdiff.numbers import ms, pct, signed_ms
+from budgetdiff.numbers import count, interval, ms, p_value, pct, percentile, setting_pct, signed_ms
 
 if TYPE_CHECKING:
     from budgetdiff.history import History, Trend
@@ -78,7 +78,7 @@ def judge(
     if c is not None:
         raw += _findings(c, budget)
     if c is not None and history is not None:
-        raw += [_drift(t, budget, f"p{c.percentile:g}") for t in history.trends if t.drift]
+        raw += [_drift(t, budget, percentile(c.percentile)) for t in history.trends if t.drift]
     findings = []
     for r in raw:
         gate = r.kind if r.gate == "" else r.gate
@@ -97,108 +97,108 @@ def worst(verdicts: Iterable[str]) -> str:
 
 
 def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
-    p = f"p{c.percentile:g}"
-    out: list[_Raw] = []
+    """Every finding of one comparison against its budget, in the order a reader gets them."""
+    p = percentile(c.percentile)
     served = not (c.head.requests and c.head.failed == c.head.requests)
-    if not served:
-        out.append(
-            _Raw(
-                "breach",
-                "requests",
-                f"every one of the {c.head.requests:,} head requests failed: no SLO holds",
-            )
-        )
+    out = [] if served else [_all_failed(c)]
     out += _unmeasured(c, budget, served)
-    slice_total = sum(s.budget for s in budget.slices.values())
-    if budget.slo.total is not None and budget.slices and slice_total > budget.slo.total:
-        out.append(
-            _Raw(
-                "overallocated",
-                "budget",
-                f"the slice budgets add up to {ms(slice_total)}, "
-                f"{100 * slice_total / budget.slo.total:.0f}% of the "
-                f"{ms(budget.slo.total)} total SLO: "
-                "no headroom is left",
-            )
-        )
-    for r in c.slo:
-        if r.status == "breach":
-            out.append(
-                _Raw(
-                    "breach",
-                    r.name,
-                    f"{p} {r.label} is {ms(r.head_ms)}, over its "
-                    f"{ms(r.target_ms)} target by {ms((r.head_ms or 0) - (r.target_ms or 0))}",
-                )
-            )
-        elif r.status == "low_headroom":
-            out.append(
-                _Raw(
-                    "low_headroom",
-                    r.name,
-                    f"{p} {r.label} is {ms(r.head_ms)}: only "
-                    f"{pct(r.headroom_pct)} headroom below its {ms(r.target_ms)} target",
-                )
-            )
-    for r in c.slices:
-        if r.over_budget:
-            held = (
-                f"{r.name}'s part of the {p} end to end is {ms(r.part_ms)} (its own {p} "
-                f"{ms(r.head_ms)})"
-                if r.part_ms is not None
-                else f"{p} {r.name} is {ms(r.head_ms)}"
-            )
-            out.append(
-                _Raw(
-                    "over_budget",
-                    r.name,
-                    f"{held}, over its {ms(r.target_ms)} budget ({pct(r.budget_use_pct, 0)} used)",
-                )
-            )
-    rows = [*c.slo, *c.slices]
-    regressed = [r for r in rows if r.change == "regression"]
-    if c.not_comparable and regressed:
-        # a regression that may only be a different load: it still fails like a regression
-        gated = any(budget.gated(r.kind, r.name) for r in regressed)
-        out.append(
-            _Raw(
-                "not_comparable",
-                "workload",
-                "base and head ran different workloads ("
-                + "; ".join(c.not_comparable)
-                + "): the changes of "
-                + ", ".join(r.label for r in regressed)
-                + " may be the load, not the code; rerun both with the same load",
-                "regression" if gated else None,
-            )
-        )
-    else:
-        out += _regressions(c, budget, p)
-        if c.not_comparable:
-            out.append(
-                _Raw(
-                    "not_comparable",
-                    "workload",
-                    "base and head ran different workloads: " + "; ".join(c.not_comparable),
-                    None,
-                )
-            )
-    inconclusive = [r for r in rows if r.change == "inconclusive"]
-    if inconclusive:
-        need = max((r.needed or 0) for r in inconclusive)
-        names = ", ".join(r.label for r in inconclusive)
-        why = (
-            f"too few requests for an interval at {p}: needs at least {need} per side"
-            if need
-            else "no per-request data for an interval"
-        )
-        out.append(_Raw("inconclusive", names, f"{names}: {why}; the gate cannot tell", None))
+    out += _overallocated(budget)
+    out += _slo_status(c, p)
+    out += _over_budget(c, p)
+    out += _changes(c, budget, p)
+    out += _inconclusive(c, p)
     counted = c.base is not None and c.base.requests and c.head.requests
     if counted and c.head.failed and c.head.failed < (c.head.requests or 0):
         out.append(_failure_rate(c, budget.regression.confidence))
-    for message in c.feasibility:
-        out.append(_Raw("infeasible", "slo", message, None))
+    out += [_Raw("infeasible", "slo", message, None) for message in c.feasibility]
     return out
+
+
+def _all_failed(c: Comparison) -> _Raw:
+    return _Raw(
+        "breach",
+        "requests",
+        f"every one of the {count(c.head.requests or 0)} head requests failed: no SLO holds",
+    )
+
+
+def _overallocated(budget: Budget) -> list[_Raw]:
+    """The slice budgets add up to more than the total SLO: nothing is left for headroom."""
+    slice_total = sum(s.budget for s in budget.slices.values())
+    slo = budget.slo.total
+    if slo is None or not budget.slices or slice_total <= slo:
+        return []
+    message = (
+        f"the slice budgets add up to {ms(slice_total)}, {pct(100 * slice_total / slo, 0)} of "
+        f"the {ms(slo)} total SLO: no headroom is left"
+    )
+    return [_Raw("overallocated", "budget", message)]
+
+
+def _slo_status(c: Comparison, p: str) -> list[_Raw]:
+    """An SLO metric over its target (breach), or below it with too little headroom."""
+    out = []
+    for r in c.slo:
+        if r.status == "breach":
+            over = (r.head_ms or 0) - (r.target_ms or 0)
+            message = f"{p} {r.label} is {ms(r.head_ms)}, over its {ms(r.target_ms)} target by "
+            out.append(_Raw("breach", r.name, message + ms(over)))
+        elif r.status == "low_headroom":
+            message = (
+                f"{p} {r.label} is {ms(r.head_ms)}: only {pct(r.headroom_pct)} headroom below "
+                f"its {ms(r.target_ms)} target"
+            )
+            out.append(_Raw("low_headroom", r.name, message))
+    return out
+
+
+def _over_budget(c: Comparison, p: str) -> list[_Raw]:
+    out = []
+    for r in c.slices:
+        if not r.over_budget:
+            continue
+        held = (
+            f"{r.name}'s part of the {p} end to end is {ms(r.part_ms)} (its own {p} "
+            f"{ms(r.head_ms)})"
+            if r.part_ms is not None
+            else f"{p} {r.name} is {ms(r.head_ms)}"
+        )
+        message = f"{held}, over its {ms(r.target_ms)} budget ({pct(r.budget_use_pct, 0)} used)"
+        out.append(_Raw("over_budget", r.name, message))
+    return out
+
+
+def _changes(c: Comparison, budget: Budget, p: str) -> list[_Raw]:
+    """The regressions; when base and head ran different workloads, one finding that says
+    so instead (a regression then may be the load: it still fails like a regression)."""
+    regressed = [r for r in (*c.slo, *c.slices) if r.change == "regression"]
+    if c.not_comparable and regressed:
+        gated = any(budget.gated(r.kind, r.name) for r in regressed)
+        message = (
+            f"base and head ran different workloads ({'; '.join(c.not_comparable)}): the "
+            f"changes of {', '.join(r.label for r in regressed)} may be the load, not the "
+            "code; rerun both with the same load"
+        )
+        return [_Raw("not_comparable", "workload", message, "regression" if gated else None)]
+    out = _regressions(c, budget, p)
+    if c.not_comparable:
+        message = "base and head ran different workloads: " + "; ".join(c.not_comparable)
+        out.append(_Raw("not_comparable", "workload", message, None))
+    return out
+
+
+def _inconclusive(c: Comparison, p: str) -> list[_Raw]:
+    rows = [r for r in (*c.slo, *c.slices) if r.change == "inconclusive"]
+    if not rows:
+        return []
+    need = max((r.needed or 0) for r in rows)
+    names = ", ".join(r.label for r in rows)
+    why = (
+        f"too few requests for an interval at {p}: needs at least {need} per side"
+        if need
+        else "no per-request data for an interval"
+    )
+    return [_Raw("inconclusive", names, f"{names}: {why}; the gate cannot tell", None)]
 
 
 def _unmeasured(c: Comparison, budget: Budget, served: bool) -> list[_Raw]:
@@ -220,17 +220,14 @@ def _unmeasured(c: Comparison, budget: Budget, served: bool) -> list[_Raw]:
                 )
             continue
         sides = [("head", r.head_ms)] + ([("base", r.base_ms)] if c.base is not None else [])
-        gone = [side for side, value in sides if value is None]
+        gone = " and ".join(side for side, value in sides if value is None)
         if gone and (served or r.unmeasured):
             why = f" ({r.unmeasured[0]})" if r.unmeasured else ""
-            out.append(
-                _Raw(
-                    "unmeasured",
-                    name,
-                    f"{r.label} is not measured at p{c.percentile:g} in {' and '.join(gone)}"
-                    f"{why}: it is not checked",
-                )
+            message = (
+                f"{r.label} is not measured at {percentile(c.percentile)} in {gone}{why}: "
+                "it is not checked"
             )
+            out.append(_Raw("unmeasured", name, message))
     return out
 
 
@@ -286,7 +283,7 @@ def _regression_message(r: Row, p: str) -> str:
     ci = ""
     if r.ci_ms is not None and r.base_ms:
         lo, hi = (100 * v / r.base_ms for v in r.ci_ms)
-        ci = f" [{lo:+.1f}%, {hi:+.1f}%]"
+        ci = " " + interval(lo, hi, unit="%")
     return (
         f"{p} {r.label} regressed {signed_ms(r.delta_ms)} ({pct(r.delta_pct, signed=True)}"
         f"{ci}): {ms(r.base_ms)} -> {ms(r.head_ms)}"
@@ -302,8 +299,8 @@ def _failure_rate(c: Comparison, confidence: float) -> _Raw:
     se = math.sqrt(pooled * (1 - pooled) * (1 / nb + 1 / nh)) if nb and nh else 0.0
     significant = se > 0 and (rh - rb) / se > NormalDist().inv_cdf((1 + confidence) / 2)
     message = (
-        f"{fh} of {nh} requests failed at head ({100 * rh:.1f}%), "
-        f"{fb} of {nb} at base ({100 * rb:.1f}%)"
+        f"{fh} of {nh} requests failed at head ({pct(100 * rh)}), "
+        f"{fb} of {nb} at base ({pct(100 * rb)})"
     )
     if significant:  # the budget cannot name it: a higher failure rate fails as a regression
         return _Raw("failure_rate", "requests", message, "regression")
@@ -312,7 +309,7 @@ def _failure_rate(c: Comparison, confidence: float) -> _Raw:
 
 def _drift(t: Trend, budget: Budget, p: str) -> _Raw:
     """A slow drift since the budget last changed: head against the history's reference."""
-    threshold = f"{100 * budget.regression.min_change:g}%"
+    threshold = setting_pct(budget.regression.min_change)
     message = (
         f"{p} {t.label} {pct(t.cumulative_pct, signed=True)} over {len(t.values) - 1} run(s) "
         f"since the budget last changed ({ms(t.values[0])} -> {ms(t.values[-1])})"
@@ -321,8 +318,7 @@ def _drift(t: Trend, budget: Budget, p: str) -> _Raw:
         message += f", each step below the {threshold} threshold"
     message += (
         f"; {pct(t.change_pct, signed=True)} above the level of its first "
-        f"{t.reference_runs} run(s) ({ms(t.reference_ms)}, "
-        + ("p < 0.0001)" if (t.p_value or 0) < 1e-4 else f"p = {t.p_value:.2g})")
+        f"{t.reference_runs} run(s) ({ms(t.reference_ms)}, " + f"{p_value(t.p_value)})"
     )
     if t.slower_since:
         message += f"; slower since {t.slower_since}"

@@ -1,4 +1,9 @@
-"""The one number formatter, so every rendering shows the same digits."""
+"""The one number formatter, so every rendering shows the same digits.
+
+Every number a person reads (a table cell, a finding, the headline, a re-budget message) is
+worded here; the modules that compute and decide pass numbers, never format strings. A shape
+that exists only to keep today's output byte for byte says so in its docstring.
+"""
 
 from __future__ import annotations
 
@@ -30,3 +35,73 @@ def pct(x: float | None, digits: int = 1, signed: bool = False) -> str:
     if x is None or math.isnan(x):
         return "–"
     return f"{x:+.{digits}f}%" if signed else f"{x:.{digits}f}%"
+
+
+def percentile(p: float) -> str:
+    """`p95`, `p99.9`: the name of a percentile."""
+    return f"p{p:g}"
+
+
+def count(n: int) -> str:
+    """A count of things, grouped by thousands: `1,000`."""
+    return f"{n:,}"
+
+
+def points(x: float) -> str:
+    """A change of a percentage, in percentage points: `+1.9 points`."""
+    return f"{x:+.1f} points"
+
+
+def interval(lo: float, hi: float, *, signed: bool = True, unit: str = "") -> str:
+    """An interval of percentages, one decimal: `[+13.1, +16.7]`, `[+1.2%, +3.4%]` with
+    `unit="%"`, `[98.1, 99.5]` unsigned."""
+    sign = "+" if signed else ""
+    return f"[{lo:{sign}.1f}{unit}, {hi:{sign}.1f}{unit}]"
+
+
+def p_value(p: float | None) -> str:
+    """`p < 0.0001` or `p = 0.0032` (two significant digits)."""
+    return "p < 0.0001" if (p or 0) < 1e-4 else f"p = {p:.2g}"
+
+
+def rate(x: float | None) -> str:
+    """Per second, two decimals: `12.34/s`."""
+    return "–" if x is None else f"{x:.2f}/s"
+
+
+def fine_ms(x: float) -> str:
+    """Milliseconds to two decimals, without the unit, for per-token times: `0.85`, `12.40`."""
+    return f"{x:.2f}"
+
+
+def budget_ms(x: float) -> str:
+    """Milliseconds as a budget file writes them, without the unit: `4200`, `812`, `7.5`.
+
+    Ungrouped, unlike `num` (`4,200`): the re-budget messages quote budget file numbers."""
+    return f"{x:.0f}" if abs(x) >= 10 or x == int(x) else f"{x:.1f}"
+
+
+def change_ms(x: float) -> str:
+    """A signed change for a sentence: `+420 ms`, `-4.2 ms`, `+1,234 ms` (whole from 10 ms;
+    the attribution headline rounds its parts to the same digits, `share_ms`)."""
+    return share_ms(x, change_decimals(x))
+
+
+def change_decimals(x: float) -> int:
+    """The decimals `change_ms` shows for `x`: 0 from 10 ms (as rounded), else 1."""
+    return 0 if abs(x) >= 9.95 else 1
+
+
+def share_ms(x: float, decimals: int) -> str:
+    """A signed part of a change with a fixed number of decimals: `+560 ms`, `+1.5 ms`."""
+    return f"{x:+,.{decimals}f} ms"
+
+
+def setting_pct(fraction: float) -> str:
+    """A budget setting's fraction as a percentage, as short as it is: `10%`, `12.5%`."""
+    return f"{fraction * 100:g}%"
+
+
+def schema_bound(x: float) -> str:
+    """A bound of the budget schema, in an error message: `1,000`, `0.5`."""
+    return f"{x:,.0f}" if x.is_integer() else f"{x:g}"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from budgetdiff.compare import Comparison
-from budgetdiff.judge import Acceptance, Finding, worst
+from budgetdiff.judge import VERDICT_ORDER, Acceptance, Finding, worst
 
 if TYPE_CHECKING:
     import pandas
@@ -64,8 +64,7 @@ class Report:
     @property
     def main(self) -> Scenario:
         """The worst scenario: the top level of the JSON report describes it."""
-        order = {"pass": 0, "warn": 1, "fail": 2}
-        return max(self.scenarios, key=lambda s: order[s.verdict])
+        return max(self.scenarios, key=lambda s: VERDICT_ORDER[s.verdict])
 
     @property
     def regressions(self) -> list[str]:
@@ -78,13 +77,7 @@ class Report:
         for s in self.scenarios:
             for f in s.findings:
                 if multi and s.comparison.name:
-                    f = Finding(
-                        f.kind,
-                        f.subject,
-                        f.fails,
-                        f"[{s.comparison.name}] {f.message}",
-                        f.accepted,
-                    )
+                    f = replace(f, message=f"[{s.comparison.name}] {f.message}")
                 out.append(f)
         return out
 

@@ -13,15 +13,14 @@ import numpy as np
 import pytest
 
 from budgetdiff.budget import Budget, parse_budget
-from budgetdiff.errors import BudgetError
-from budgetdiff.rebudget import (
+from budgetdiff.budget_file import (
     ADDED_COMMENT,
-    feasibility,
-    missing_slices,
-    propose,
     update_budget_text,
+    write_atomically,
     write_budget,
 )
+from budgetdiff.errors import BudgetError
+from budgetdiff.rebudget import feasibility, missing_slices, propose
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "rebudget.md"
 NAMES = ("network", "queue", "prefill", "decode", "app")
@@ -88,7 +87,8 @@ def test_the_slack_follows_the_parts() -> None:
         "decode": 4500,
         "app": 150,
     }
-    assert prop.messages[0] == "target 5400 ms = total SLO 6000 ms x (1 - 10% headroom)"
+    assert prop.headline == "target 5400 ms = total SLO 6000 ms x (1 - 10% headroom)"
+    assert prop.messages == (prop.headline, *prop.lines)  # the JSON report's list
 
 
 def test_small_parts_are_pinned_above_their_value() -> None:
@@ -160,7 +160,7 @@ def test_an_unchanged_budget_says_so() -> None:
     for budget in (_budget(**slices), _budget(total=None, **slices)):  # both targets: 5400 ms
         prop = propose(budget, {n: v / 3 for n, v in slices.items()}, total_ms=1800)
         assert prop.allocation == slices
-        assert prop.messages[1:] == ("the current slice budgets already hold the measured parts",)
+        assert prop.lines == ("the current slice budgets already hold the measured parts",)
 
 
 def test_ttft_slices_over_the_ttft_slo_are_pointed_out() -> None:
@@ -365,3 +365,15 @@ def test_update_budget_text_flow_with_comment_keeps_crlf() -> None:
         "version: 1\r\n"
     )
     assert parse_budget(out, "b.yml").slice_budget("unattributed") == 3
+
+
+def test_a_failed_atomic_write_raises_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    """os.replace cannot put a file over a folder: the OSError reaches the caller (who names
+    the file in its own words) and the temporary file is gone."""
+    target = tmp_path / "budget.yml"
+    target.mkdir()
+    (target / "keep").write_text("x")
+    with pytest.raises(OSError):
+        write_atomically(target, b"slices: {decode: 4000}\n")
+    assert [p.name for p in tmp_path.iterdir()] == ["budget.yml"]
+    assert [p.name for p in target.iterdir()] == ["keep"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from budgetdiff.compare import Comparison, Row, Side
-from budgetdiff.numbers import ms, num, pct, signed_ms
+from budgetdiff.numbers import count, interval, ms, num, pct, percentile, points, signed_ms
 from budgetdiff.whatif import FixFirst
 
 CHANGE_WORDS = {
@@ -41,7 +41,7 @@ def change(r: Row, words: Mapping[str, str] = CHANGE_WORDS) -> str:
         text = pct(r.delta_pct, signed=True)
         if r.ci_ms is not None and r.base_ms:
             lo, hi = (100 * v / r.base_ms for v in r.ci_ms)
-            text += f" [{lo:+.1f}, {hi:+.1f}]"
+            text += " " + interval(lo, hi)
     word = words[r.change]
     if r.change == "inconclusive":
         if r.needed:
@@ -51,7 +51,7 @@ def change(r: Row, words: Mapping[str, str] = CHANGE_WORDS) -> str:
         else:
             word += " (no per-request data)"
     elif r.change == "none" and r.mde_pct is not None:
-        word += f" (80% chance to catch ≥ {r.mde_pct:.0f}%)"
+        word += f" (80% chance to catch ≥ {pct(r.mde_pct, 0)})"
     return f"{text} {word}"
 
 
@@ -81,7 +81,7 @@ def held_to(c: Comparison, names: tuple[str, ...]) -> str:
 
 def requests(n: int | None) -> str:
     """`1,000 requests`, or that the file does not say: never `0 requests` for unknown."""
-    return "requests: count not in the file" if n is None else f"{n:,} requests"
+    return "requests: count not in the file" if n is None else f"{count(n)} requests"
 
 
 def headroom(r: Row) -> str:
@@ -110,7 +110,7 @@ def part(r: Row) -> str:
 
 def budget_meaning(c: Comparison) -> str:
     """The one sentence saying what a slice budget holds."""
-    p = f"p{c.percentile:g}"
+    p = percentile(c.percentile)
     return (
         f"A slice's budget holds its part of the {p} end to end: its mean over the requests "
         f"at that percentile, scaled so that the parts add up to it (the slice's own {p} is "
@@ -121,8 +121,8 @@ def budget_meaning(c: Comparison) -> str:
 def fix_first(f: FixFirst, p: float) -> str:
     """`decode: p95 end to end -412 ms, attainment +1.9 points`."""
     att = (
-        f", attainment {f.attainment_change_pct:+.1f} points"
+        f", attainment {points(f.attainment_change_pct)}"
         if f.attainment_change_pct is not None
         else ""
     )
-    return f"p{p:g} end to end {signed_ms(f.total_change_ms)}{att}"
+    return f"{percentile(p)} end to end {signed_ms(f.total_change_ms)}{att}"

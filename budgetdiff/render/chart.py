@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from budgetdiff.compare import Comparison, Row
-from budgetdiff.numbers import num
+from budgetdiff.numbers import num, percentile
 
 # Letters and digits of any script, and a few harmless marks; never `:` `;` `#` `%` or a quote,
 # which end a task's text, start a comment or an entity, or a fence's backtick.
@@ -41,8 +41,9 @@ def budget_chart(c: Comparison) -> list[str] | None:
     slices = [r for r in c.slices if r.part_ms is not None]
     if total is None or total.target_ms is None or not slices:
         return None
-    p = f"p{c.percentile:g}"
+    p = percentile(c.percentile)
     slo = total.target_ms
+    # the numbers after `:` are the chart's coordinates (whole ms), not text a reader sees
     lines = [
         "```mermaid",
         "gantt",

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from budgetdiff.compare import Comparison, Row, Side
-from budgetdiff.report import Report, Scenario
+
+if TYPE_CHECKING:  # render reads the Report; report.py calls render
+    from budgetdiff.report import Report, Scenario
 
 SCHEMA = "budgetdiff.report/v1"
 

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from budgetdiff.compare import Comparison, Row
 from budgetdiff.judge import Finding
-from budgetdiff.numbers import ms, num, pct, signed_ms
+from budgetdiff.numbers import count, interval, ms, num, pct, percentile, points, rate, signed_ms
 from budgetdiff.render import cells
 from budgetdiff.render.chart import budget_chart
 from budgetdiff.render.text import md
-from budgetdiff.report import Report, Scenario
+
+if TYPE_CHECKING:  # render reads the Report; report.py calls render
+    from budgetdiff.report import Report, Scenario
 
 GITHUB_COMMENT_LIMIT = 65_536
 ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
@@ -127,7 +130,7 @@ def _verdict_line(report: Report, resolved: bool = False) -> str:
 def headline(s: Scenario) -> str:
     """`End to end p95 +1,082 ms (+24%), 6.7% headroom left: decode regressed`."""
     c = s.comparison
-    p = f"p{c.percentile:g}"
+    p = percentile(c.percentile)
     row = at_risk(c)
     if row is None:
         what = ""
@@ -198,8 +201,9 @@ def _capital(text: str) -> str:
 
 
 def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -> list[str]:
+    """One scenario's report: the causes, the chart, the SLO and slice tables, the trend, the
+    other findings, and (`details`) the folded sections."""
     c = s.comparison
-    p = f"p{c.percentile:g}"
     lines: list[str] = []
     causes = _causes(s)
     if causes:
@@ -210,27 +214,7 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
     if c.headline:
         lines += [f"**{md(c.headline, 200)}**", ""]
     lines += [_requests_line(c), ""]
-    compare = c.base is not None
-    head = [
-        "SLO at " + p,
-        "target",
-        *(["base"] if compare else []),
-        "head",
-        *(["change"] if compare else []),
-        "headroom",
-    ]
-    body = [
-        [
-            md(r.label),
-            _target(r),
-            *([num(r.base_ms)] if compare else []),
-            num(r.head_ms),
-            *([md(cells.change(r, CHANGE_WORDS), 200)] if compare else []),
-            f"{STATUS_ICON[r.status]} {pct(r.headroom_pct)}" if r.status else "",
-        ]
-        for r in c.slo
-    ]
-    lines += _table(head, body, "lrrrlr" if compare else "lrrr")
+    lines += _slo_table(c)
     moved = _attainment_moved(c)
     if moved:
         lines += ["", moved]
@@ -239,30 +223,7 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
         lines += ["", f"<sub>{md(meaning, 300)}</sub>"]
     rows = [r for r in c.slices if all_slices or r.change == "regression" or r.over_budget]
     if rows:
-        head = [
-            "slice at " + p,
-            "budget",
-            *(["base"] if compare else []),
-            "head",
-            *(["change"] if compare else []),
-            f"part of {p} total",
-            "budget use",
-            "tail share (change)",
-        ]
-        body = [
-            [
-                md(r.label),
-                _target(r),
-                *([num(r.base_ms)] if compare else []),
-                num(r.head_ms),
-                *([md(cells.change(r, CHANGE_WORDS), 200)] if compare else []),
-                cells.part(r),
-                ("❌ " if r.over_budget else "") + cells.budget_use(r).replace(" OVER", ""),
-                md(cells.share(r)),
-            ]
-            for r in rows
-        ]
-        lines += ["", *_table(head, body, "lrrrlrrr" if compare else "lrrrrr")]
+        lines += ["", *_slice_table(c, rows)]
         if any(r.part_ms is not None for r in rows):
             lines += ["", f"<sub>{cells.budget_meaning(c)}</sub>"]
     lines += history_section(s)
@@ -273,6 +234,62 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
         lines += _details(c)
     lines.append("")
     return lines
+
+
+def _slo_table(c: Comparison) -> list[str]:
+    compare = c.base is not None
+    head = [
+        "SLO at " + percentile(c.percentile),
+        "target",
+        *(["base"] if compare else []),
+        "head",
+        *(["change"] if compare else []),
+        "headroom",
+    ]
+    body = [
+        [
+            *_measured(r, compare),
+            f"{STATUS_ICON[r.status]} {pct(r.headroom_pct)}" if r.status else "",
+        ]
+        for r in c.slo
+    ]
+    return _table(head, body, "lrrrlr" if compare else "lrrr")
+
+
+def _slice_table(c: Comparison, rows: list[Row]) -> list[str]:
+    compare = c.base is not None
+    p = percentile(c.percentile)
+    head = [
+        "slice at " + p,
+        "budget",
+        *(["base"] if compare else []),
+        "head",
+        *(["change"] if compare else []),
+        f"part of {p} total",
+        "budget use",
+        "tail share (change)",
+    ]
+    body = [
+        [
+            *_measured(r, compare),
+            cells.part(r),
+            ("❌ " if r.over_budget else "") + cells.budget_use(r).replace(" OVER", ""),
+            md(cells.share(r)),
+        ]
+        for r in rows
+    ]
+    return _table(head, body, "lrrrlrrr" if compare else "lrrrrr")
+
+
+def _measured(r: Row, compare: bool) -> list[str]:
+    """A row's first cells: its name, target, (base), head, (change)."""
+    return [
+        md(r.label),
+        _target(r),
+        *([num(r.base_ms)] if compare else []),
+        num(r.head_ms),
+        *([md(cells.change(r, CHANGE_WORDS), 200)] if compare else []),
+    ]
 
 
 def _bullet(f: Finding) -> str:
@@ -313,7 +330,7 @@ def _summary(report: Report) -> list[str]:
             [
                 md(c.name or "default"),
                 f"{ICON[s.verdict]} {s.verdict}",
-                md(f"{row.label} p{c.percentile:g}") if row is not None else "–",
+                md(f"{row.label} {percentile(c.percentile)}") if row is not None else "–",
                 pct(row.headroom_pct) if row is not None and row.headroom_pct is not None else "–",
                 _names(owner) if owner else "–",
             ]
@@ -331,13 +348,13 @@ def _attainment_moved(c: Comparison) -> str | None:
         return None
     return (
         f"**SLO attainment {pct(b.pct)} → {pct(h.pct)}** of requests met every target "
-        f"({h.pct - b.pct:+.1f} points; see below)"
+        f"({points(h.pct - b.pct)}; see below)"
     )
 
 
 def _requests_line(c: Comparison) -> str:
     def side(name: str, n: int | None, failed: int) -> str:
-        return f"{name} {cells.requests(n)}" + (f" ({failed:,} failed)" if failed else "")
+        return f"{name} {cells.requests(n)}" + (f" ({count(failed)} failed)" if failed else "")
 
     parts = []
     if c.base is not None:
@@ -353,93 +370,103 @@ def _target(r: Row) -> str:
 
 
 def _details(c: Comparison) -> list[str]:
-    out: list[str] = []
+    """The folded sections: other percentiles, what to fix first, the re-budget proposal,
+    attainment per request, and the notes."""
+    rows = [*c.slo, *c.slices]
+    out = _other_percentiles(c)
+    if c.fix_first:
+        out += _fold("What to fix first", _fix_first(c))
+    if c.rebudget is not None:
+        out += _fold(f"Re-budget proposal (fills {ms(c.rebudget.target_ms)})", _rebudget(c))
+    out += _attainment(c)
+    notes = [*c.notes, *[n for r in rows for n in r.notes]]
+    if notes:
+        out += _fold("Notes", [f"- {md(n, 300)}" for n in dict.fromkeys(notes)])
+    return out
+
+
+def _other_percentiles(c: Comparison) -> list[str]:
     rows = [*c.slo, *c.slices]
     keys = list(rows[0].percentiles) if rows else []
-    if keys:
-        compare = c.base is not None
-        head = [
-            "",
-            *[f"{k} {side}" for k in keys for side in (("base", "head") if compare else ("head",))],
+    if not keys:
+        return []
+    compare = c.base is not None
+    sides = ("base", "head") if compare else ("head",)
+    head = ["", *[f"{k} {side}" for k in keys for side in sides]]
+    body = [
+        [
+            md(r.label),
+            *[
+                num(v)
+                for k in keys
+                for v in (r.percentiles[k] if compare else r.percentiles[k][1:])
+            ],
         ]
-        body = [
-            [
-                md(r.label),
-                *[
-                    num(v)
-                    for k in keys
-                    for v in (r.percentiles[k] if compare else r.percentiles[k][1:])
-                ],
-            ]
-            for r in rows
+        for r in rows
+    ]
+    return _fold("Other percentiles (ms)", _table(head, body, "l" + "r" * (len(head) - 1)))
+
+
+def _fix_first(c: Comparison) -> list[str]:
+    body = [
+        [
+            str(i),
+            md(f.slice),
+            signed_ms(f.total_change_ms),
+            points(f.attainment_change_pct) if f.attainment_change_pct is not None else "–",
         ]
-        out += _fold("Other percentiles (ms)", _table(head, body, "l" + "r" * (len(head) - 1)))
-    if c.fix_first:
-        text = [
-            "Each slice 10% faster in every request, the rest as measured, "
-            "recomputed from the head's requests; the most useful first:",
-            "",
-            *_table(
-                ["rank", "slice 10% faster", f"p{c.percentile:g} end to end", "SLO attainment"],
-                [
-                    [
-                        str(i),
-                        md(f.slice),
-                        signed_ms(f.total_change_ms),
-                        f"{f.attainment_change_pct:+.1f} points"
-                        if f.attainment_change_pct is not None
-                        else "–",
-                    ]
-                    for i, f in enumerate(c.fix_first, 1)
-                ],
-                "rlrr",
-            ),
-        ]
-        out += _fold("What to fix first", text)
-    if c.rebudget is not None:
-        prop = c.rebudget
-        head = ["slice", "budget now", "proposed"]
-        body = [
-            [md(name), num(_current(c, name)), num(float(v))] for name, v in prop.allocation.items()
-        ]
-        text = _table(head, body, "lrr")
-        text += [""] + [f"- {md(m, 300)}" for m in prop.messages]
-        if prop.fits:
-            text += ["", "Apply it with `budgetdiff rebudget --head FILE --write`."]
-        out += _fold(f"Re-budget proposal (fills {ms(prop.target_ms)})", text)
+        for i, f in enumerate(c.fix_first, 1)
+    ]
+    head = ["rank", "slice 10% faster", f"{percentile(c.percentile)} end to end", "SLO attainment"]
+    return [
+        "Each slice 10% faster in every request, the rest as measured, "
+        "recomputed from the head's requests; the most useful first:",
+        "",
+        *_table(head, body, "rlrr"),
+    ]
+
+
+def _rebudget(c: Comparison) -> list[str]:
+    prop = c.rebudget
+    assert prop is not None
+    body = [
+        [md(name), num(_current(c, name)), num(float(v))] for name, v in prop.allocation.items()
+    ]
+    text = _table(["slice", "budget now", "proposed"], body, "lrr")
+    text += [""] + [f"- {md(m, 300)}" for m in (prop.headline, *prop.lines)]
+    if prop.fits:
+        text += ["", "Apply it with `budgetdiff rebudget --head FILE --write`."]
+    return text
+
+
+def _attainment(c: Comparison) -> list[str]:
     att = [
         (n, side, side.attainment)
         for n, side in (("base", c.base), ("head", c.head))
         if side is not None and side.attainment is not None
     ]
-    if att:
-        body = [
-            [
-                name,
-                f"{a.good:,} / {a.total:,}",
-                pct(a.pct),
-                f"[{a.ci_pct[0]:.1f}, {a.ci_pct[1]:.1f}]"
-                + (f" (effective n {a.effective_n:,})" if a.effective_n is not None else ""),
-                f"{side.goodput_rps:.2f}/s" if side.goodput_rps is not None else "–",
-            ]
-            for name, side, a in att
+    if not att:
+        return []
+    body = [
+        [
+            name,
+            f"{count(a.good)} / {count(a.total)}",
+            pct(a.pct),
+            interval(*a.ci_pct, signed=False)
+            + (f" (effective n {count(a.effective_n)})" if a.effective_n is not None else ""),
+            rate(side.goodput_rps),
         ]
-        held = cells.held_to(c, att[-1][1].held_to)
-        text = [
-            f"A request is good when it succeeded and met, itself, {md(held, 300)} "
-            "(the joint definition of vLLM `--goodput`, AIPerf and GuideLLM); the tables "
-            "above show each metric's percentile instead.",
-            "",
-        ]
-        out += _fold(
-            "SLO attainment (per request)",
-            text
-            + _table(["run", "good", "attainment", "exact interval", "goodput"], body, "lrrrr"),
-        )
-    notes = [*c.notes, *[n for r in rows for n in r.notes]]
-    if notes:
-        out += _fold("Notes", [f"- {md(n, 300)}" for n in dict.fromkeys(notes)])
-    return out
+        for name, side, a in att
+    ]
+    held = cells.held_to(c, att[-1][1].held_to)
+    text = [
+        f"A request is good when it succeeded and met, itself, {md(held, 300)} "
+        "(the joint definition of vLLM `--goodput`, AIPerf and GuideLLM); the tables "
+        "above show each metric's percentile instead.",
+        "",
+    ]
+    head = ["run", "good", "attainment", "exact interval", "goodput"]
+    return _fold("SLO attainment (per request)", text + _table(head, body, "lrrrr"))
 
 
 def _current(c: Comparison, name: str) -> float | None:
@@ -463,7 +490,7 @@ def history_section(s: Scenario) -> list[str]:
     h = s.history
     if h is None:
         return []
-    p = f"p{s.comparison.percentile:g}"
+    p = percentile(s.comparison.percentile)
     failing = {f.subject for f in s.findings if f.kind == "drift" and f.fails}
     if not h.window:
         why = (
@@ -471,7 +498,7 @@ def history_section(s: Scenario) -> list[str]:
             if h.budget_changed
             else "no earlier run in the history yet"
         )
-        return ["", f"<sub>History: {h.runs:,} run(s); {why}.</sub>"]
+        return ["", f"<sub>History: {count(h.runs)} run(s); {why}.</sub>"]
     body = []
     for t in h.trends:
         ref = (

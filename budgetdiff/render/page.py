@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
+from budgetdiff import numbers
 from budgetdiff.history import History
 
 CDF_POINTS = 200  # per side: enough for a smooth curve, small enough for a large run
@@ -28,7 +29,7 @@ class Cdf:
 
 
 def render_page(title: str, percentile: float, history: History | None, cdfs: list[Cdf]) -> str:
-    p = f"p{percentile:g}"
+    p = numbers.percentile(percentile)
     trends = []
     for t in history.trends if history is not None else ():
         labels = [e.label for e in t.runs] + (["this run"] if len(t.values) > len(t.runs) else [])

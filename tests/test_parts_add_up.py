@@ -1,5 +1,5 @@
-"""One budget model that adds up: the slices' parts of the total's percentile are what the
-headline states, what a slice budget holds, and what rebudget writes (issue 11).
+"""The slices' parts of the total's percentile add up, and every stage uses the same parts:
+what the headline states, what a slice budget holds, and what rebudget writes.
 
 - the model upgrade through the CLI (paired and unpaired): `rebudget --write` writes, and
   `compare` against the written budget on the same data finds no over_budget and no breach;
