@@ -7,7 +7,7 @@ from budgetdiff import history
 from budgetdiff.budget import Regression
 from budgetdiff.errors import InputError
 from budgetdiff.history import History, Loaded
-from budgetdiff.numbers import ms, pct
+from budgetdiff.numbers import count, ms, pct, percentile
 from budgetdiff.render.page import render_page
 from budgetdiff.render.text import plain
 
@@ -23,9 +23,9 @@ def newest(file: str, loaded: Loaded) -> History:
 def trend_table(file: str, loaded: Loaded, h: History) -> str:
     """One line per SLO metric and slice: sparkline, cumulative change, change vs reference,
     since when it is slower, and the newest value."""
-    p = f"p{loaded.entries[-1].percentile:g}"
+    p = percentile(loaded.entries[-1].percentile)
     lines = [
-        f"{file}: {len({e.line for e in loaded.entries}):,} run(s); the newest against "
+        f"{file}: {count(len({e.line for e in loaded.entries}))} run(s); the newest against "
         f"the {h.window} before it since the budget last changed",
         f"  {p:<16} {'trend':<20} {'cumulative':>11} {'vs reference':>13}  slower since",
     ]

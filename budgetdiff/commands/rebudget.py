@@ -7,12 +7,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from budgetdiff import rebudget
 from budgetdiff.budget import Budget, load_budget
+from budgetdiff.budget_file import write_budget
 from budgetdiff.compare import Comparison
 from budgetdiff.errors import UsageError
 from budgetdiff.evaluate import Reading, rebudget_for
-from budgetdiff.numbers import ms, num, pct
+from budgetdiff.numbers import count, ms, num, pct, percentile
 from budgetdiff.render.cells import budget_meaning, fix_first
 from budgetdiff.render.text import plain
 
@@ -33,7 +33,7 @@ def run(o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
         if not proposal.fits:
             out.write("not written: it does not fit the SLO (see above)\n")
             return 1
-        rebudget.write_budget(Path(o.budget), proposal.allocation)
+        write_budget(Path(o.budget), proposal.allocation)
         out.write(f"wrote {o.budget}\n")
     return 0
 
@@ -43,7 +43,7 @@ def proposal_text(c: Comparison, budget: Budget) -> str:
     budget means, the proposal's reasons, and what to fix first when it does not fit."""
     proposal = c.rebudget
     assert proposal is not None
-    p = f"p{budget.percentile:g}"
+    p = percentile(budget.percentile)
     total = next((r.head_ms for r in c.slo if r.name == "total"), None)
     rows = {r.name: r for r in c.slices}
     lines = [
@@ -57,10 +57,10 @@ def proposal_text(c: Comparison, budget: Budget) -> str:
         use = pct(100 * part / value, digits=0) if part is not None and value else ""
         lines.append(
             f"  {plain(name, 16):<16} {num(row.head_ms if row else None):>9} {num(part):>9} "
-            f"{num(old) if old else 'new':>9} -> {value:>9,} {use:>5}"
+            f"{num(old) if old else 'new':>9} -> {count(value):>9} {use:>5}"
         )
     lines.append(budget_meaning(c))
-    lines += [plain(message, 400) for message in proposal.messages]
+    lines += [plain(line, 400) for line in (proposal.headline, *proposal.lines)]
     if not proposal.fits and c.fix_first:
         lines.append("what to fix first (each slice 10% faster, the rest as measured):")
         for i, f in enumerate(c.fix_first, 1):

@@ -13,7 +13,7 @@ from budgetdiff import whatif
 from budgetdiff.budget import Budget, load_budget
 from budgetdiff.errors import UsageError
 from budgetdiff.evaluate import Reading, WhatIf, what_if
-from budgetdiff.numbers import ms, pct, signed_ms
+from budgetdiff.numbers import count, ms, pct, percentile, setting_pct, signed_ms
 from budgetdiff.render.text import plain
 
 if TYPE_CHECKING:
@@ -39,9 +39,9 @@ def _estimate(o: WhatifOptions, budget: Budget, out: TextIO) -> int:
     est = whatif.Estimate(ttft, per_token, int(tokens), o.tail)
     rate = f"{o.tokens_per_s:g} tokens/s" if o.tpot is None else f"{ms(per_token)}/token"
     out.write(
-        f"estimated end to end: TTFT {ms(est.ttft_ms)} + {est.tokens - 1:,} tokens after the "
+        f"estimated end to end: TTFT {ms(est.ttft_ms)} + {count(est.tokens - 1)} tokens after the "
         f"first at {rate} ({ms(est.decode_ms)}) + tail {ms(est.tail_ms)} = {ms(est.total_ms)}\n"
-        f"  (the first token is in TTFT; counting all {est.tokens:,} tokens at the rate: "
+        f"  (the first token is in TTFT; counting all {count(est.tokens)} tokens at the rate: "
         f"{ms(est.total_all_tokens_ms)})\n"
     )
     checks: list[Check] = [
@@ -56,7 +56,7 @@ def _estimate(o: WhatifOptions, budget: Budget, out: TextIO) -> int:
         longest = math.floor(room / per_token) + 1 if room > 0 else 0
         out.write(
             f"  the longest answer that fits the end-to-end target with headroom at this rate: "
-            f"{longest:,} tokens\n"
+            f"{count(longest)} tokens\n"
         )
     out.write("fits\n" if fits else "does not fit\n")
     return 0 if fits else 1
@@ -95,7 +95,7 @@ def _estimate_numbers(o: WhatifOptions) -> tuple[float, float, float]:
 def _against_slo(checks: list[Check], budget: Budget, out: TextIO) -> bool:
     """One line per SLO metric: value vs target with the budget's headroom; all fit?"""
     fits = True
-    room = f"{budget.headroom * 100:g}%"
+    room = setting_pct(budget.headroom)
     for name, value, target in checks:
         if target is None or value is None:
             continue
@@ -125,13 +125,15 @@ def _recompute(o: WhatifOptions, budget: Budget, env: Mapping[str, str], out: Te
         + (f" {c.add_ms:+g} ms" if c.add_ms else "")
         for n, c in changes.items()
     )
-    out.write(f"what if, on {result.requests:,} measured requests: {said or 'nothing changed'}\n")
+    out.write(
+        f"what if, on {count(result.requests)} measured requests: {said or 'nothing changed'}\n"
+    )
     for name in result.after.clipped:
         out.write(
             f"  {plain(name)}: held at 0 ms in the requests where {changes[name].add_ms:+g} ms "
             "would take it below\n"
         )
-    out.write(_before_after(result, f"p{budget.percentile:g}"))
+    out.write(_before_after(result, percentile(budget.percentile)))
     checks: list[Check] = [
         ("TTFT", result.after.ttft_ms, budget.slo.ttft),
         ("end to end", result.after.total_ms, budget.slo.total),
