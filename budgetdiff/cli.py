@@ -414,24 +414,6 @@ class RunOptions:
 
 
 @dataclass(frozen=True)
-class WhatifOptions:
-    """whatif: the estimate's numbers, or measured requests and the changes to their slices."""
-
-    budget: str = "budget.yml"
-    ttft: float | None = None
-    tokens_per_s: float | None = None
-    tpot: float | None = None
-    tokens: float | None = None
-    tail: float = 0.0
-    head: tuple[str, ...] = ()
-    head_ref: str | None = None
-    format: str = "auto"
-    scenario: tuple[str, ...] = ()
-    scale: tuple[str, ...] = ()  # SLICE=FACTOR, as given
-    add: tuple[str, ...] = ()  # SLICE=MS, as given
-
-
-@dataclass(frozen=True)
 class HistoryOptions:
     """history: the JSON Lines file, and the page to draw it on."""
 
@@ -439,12 +421,8 @@ class HistoryOptions:
     html: str | None = None
 
 
-@dataclass(frozen=True)
-class NoOptions:
-    """schema takes none."""
-
-
 _Options = TypeVar("_Options", bound="DataclassInstance")
+_T = TypeVar("_T")
 
 
 def _parsed(kind: type[_Options], args: argparse.Namespace) -> _Options:
@@ -474,17 +452,23 @@ class _Command:
     name: str
     help: str
     arguments: tuple[Callable[[argparse.ArgumentParser], None], ...]
-    options: type[DataclassInstance]
-    # a function, or "module:function": that module is imported only when the command runs
-    # (start-up: `budgetdiff compare` does not import what `whatif` needs)
+    # "module:name" is imported only when the command runs (start-up: `budgetdiff compare`
+    # does not import what `whatif` needs)
+    options: type[DataclassInstance] | str
     run: Callable[[Any, Mapping[str, str], TextIO], int] | str
 
     def __call__(self, args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
-        run = self.run
-        if isinstance(run, str):
-            module, _, name = run.partition(":")
-            run = getattr(importlib.import_module(module), name)
-        return int(run(_parsed(self.options, args), env, out))
+        options = _named(self.options)
+        return int(_named(self.run)(_parsed(options, args), env, out))
+
+
+def _named(value: _T | str) -> _T:
+    """`value`, or the name a "module:name" string names, its module imported now."""
+    if not isinstance(value, str):
+        return value
+    module, _, name = value.partition(":")
+    found: _T = getattr(importlib.import_module(module), name)
+    return found
 
 
 class _Parser(argparse.ArgumentParser):
@@ -492,6 +476,26 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+class _CommandParser(_Parser):
+    """A subcommand's parser, which adds its arguments when its command is the one given: the
+    seven commands' arguments take 2 ms to build, and a run parses one. (argparse hands the
+    rest of the command line to the chosen subcommand's `parse_known_args`, --help included.)"""
+
+    def __init__(
+        self, *args: Any, arguments: Sequence[Callable[[_Parser], None]] = (), **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._arguments = arguments
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        for add in self._arguments:
+            add(self)
+        self._arguments = ()
+        return super().parse_known_args(args, namespace)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -506,7 +510,9 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"budgetdiff {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser
+    )
     for c in _COMMANDS:
         p = sub.add_parser(
             c.name,
@@ -514,10 +520,9 @@ def _parser() -> argparse.ArgumentParser:
             description=c.help,
             epilog=EXAMPLES[c.name],
             formatter_class=argparse.RawDescriptionHelpFormatter,
+            arguments=c.arguments,
         )
         p.set_defaults(run=c)
-        for add in c.arguments:
-            add(p)
     return parser
 
 
@@ -726,7 +731,7 @@ _COMMANDS = (
         "whatif",
         "estimate TTFT + tokens / rate + tail, or recompute data, vs the SLO",
         (_whatif_arguments,),
-        WhatifOptions,
+        "budgetdiff.commands.whatif:WhatifOptions",
         "budgetdiff.commands.whatif:run",
     ),
     _Command(
@@ -741,7 +746,7 @@ _COMMANDS = (
         "schema",
         "print the JSON Schema of the budget file",
         (),
-        NoOptions,
+        "budgetdiff.commands.schema:NoOptions",
         "budgetdiff.commands.schema:run",
     ),
 )

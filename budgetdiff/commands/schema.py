@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TextIO
+from dataclasses import dataclass
+from typing import TextIO
 
 from budgetdiff.budget import json_schema
 
-if TYPE_CHECKING:
-    from budgetdiff.cli import NoOptions
+
+@dataclass(frozen=True)
+class NoOptions:
+    """schema takes none."""
 
 
 def run(o: NoOptions, env: Mapping[str, str], out: TextIO) -> int:

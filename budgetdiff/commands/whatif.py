@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, TypeAlias
+from typing import TextIO, TypeAlias
 
 from budgetdiff import whatif
 from budgetdiff.budget import Budget, load_budget
@@ -16,11 +17,26 @@ from budgetdiff.evaluate import Reading, WhatIf, what_if
 from budgetdiff.numbers import count, ms, pct, percentile, setting_pct, signed_ms
 from budgetdiff.render.text import plain
 
-if TYPE_CHECKING:
-    from budgetdiff.cli import WhatifOptions
-
 # (what, value, its SLO target): one line each against the SLO
 Check: TypeAlias = tuple[str, float | None, float | None]
+
+
+@dataclass(frozen=True)
+class WhatifOptions:
+    """whatif: the estimate's numbers, or measured requests and the changes to their slices."""
+
+    budget: str = "budget.yml"
+    ttft: float | None = None
+    tokens_per_s: float | None = None
+    tpot: float | None = None
+    tokens: float | None = None
+    tail: float = 0.0
+    head: tuple[str, ...] = ()
+    head_ref: str | None = None
+    format: str = "auto"
+    scenario: tuple[str, ...] = ()
+    scale: tuple[str, ...] = ()  # SLICE=FACTOR, as given
+    add: tuple[str, ...] = ()  # SLICE=MS, as given
 
 
 def run(o: WhatifOptions, env: Mapping[str, str], out: TextIO) -> int:
