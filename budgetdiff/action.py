@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
+from budgetdiff import cli
 from budgetdiff.errors import (
     BUG_EXIT_CODE,
     BudgetdiffError,
@@ -22,6 +23,8 @@ from budgetdiff.errors import (
     UsageError,
     bug_message,
 )
+from budgetdiff.github import GitHubContext, actions, fetch_results_artifact, validate_report_id
+from budgetdiff.github.history_store import Store, validate_branch
 from budgetdiff.render.text import one_line
 
 # input name -> the env var action.yml sets for it
@@ -89,8 +92,7 @@ def build(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
             "`head: results/head.csv`"
         )
     base = _files(_input(environ, "base"))
-    from budgetdiff.github import validate_report_id
-
+    context = GitHubContext.from_environ(env)
     # Validated before it names anything on disk (the results folder below).
     report_id = validate_report_id(_input(environ, "id") or "default")
 
@@ -112,11 +114,9 @@ def build(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
                 "inputs `base-ref`/`head-ref` do not combine with `results-artifact`: "
                 "the artifact holds the files themselves"
             )
-        from budgetdiff.github import fetch_results_artifact
-
-        temp = environ.get("RUNNER_TEMP") or tempfile.gettempdir()
+        temp = context.temp_dir()
         folder = Path(tempfile.mkdtemp(prefix=f"budgetdiff-results-{report_id}-", dir=temp))
-        folder = fetch_results_artifact(results_artifact, env, folder)
+        folder = fetch_results_artifact(results_artifact, context, folder)
         head = [_inside(folder, name, "head") for name in head]
         if not base_artifact:  # else `base` names files inside the base artifact
             base = [_inside(folder, name, "base") for name in base]
@@ -134,25 +134,24 @@ def build(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         argv.append(f"--accept-label={_input(environ, 'accept-label')}")
     if _flag(environ, "allow-missing-base"):
         argv.append("--allow-missing-base")
-    argv += _history(environ, env, report_id)
+    argv += _history(environ, context, env, report_id)
     return argv, env
 
 
-def _history(environ: Mapping[str, str], env: dict[str, str], report_id: str) -> list[str]:
+def _history(
+    environ: Mapping[str, str], context: GitHubContext, env: dict[str, str], report_id: str
+) -> list[str]:
     """`--history` from the store's branch (read on every run), and `--html` for the page."""
     branch = _input(environ, "history-branch")
     if not branch:
         return []
-    from budgetdiff.github import actions
-    from budgetdiff.github.history_store import Store, validate_branch
-
     validate_branch(branch)  # bad values stop the run before anything is published
     _history_size(environ)
-    temp = Path(environ.get("RUNNER_TEMP") or tempfile.gettempdir())
+    temp = context.temp_dir()
     page = temp / f"budgetdiff-trend-{report_id}.html"
     args = [f"--html={page}"]
     try:
-        data = Store(env, branch).read(f"{report_id}.jsonl")
+        data = Store(context, branch).read(f"{report_id}.jsonl")
     except PublishError as exc:  # no history is a poorer report, never a failed run
         print(actions.command("warning", f"history not read: {exc}", title="budgetdiff"))
         data = None
@@ -160,12 +159,10 @@ def _history(environ: Mapping[str, str], env: dict[str, str], report_id: str) ->
         path = temp / f"budgetdiff-history-{report_id}.jsonl"
         path.write_bytes(data)
         args.append(f"--history={path}")
-    server, repo, run = (
-        environ.get(k, "") for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")
-    )
-    if server and repo and run.isdigit():
-        env[TREND_LINK_ENV] = f"{server}/{repo}/actions/runs/{run}#artifacts"
-    _output(environ, "trend-page", str(page))
+    link = context.artifacts_url()
+    if link is not None:
+        env[TREND_LINK_ENV] = link
+    _output(context, "trend-page", str(page))
     return args
 
 
@@ -187,12 +184,9 @@ def _commit(line: str) -> object:
     return doc.get("commit") if isinstance(doc, dict) else None
 
 
-def _output(environ: Mapping[str, str], name: str, value: str) -> None:
-    from budgetdiff.github import actions
-
-    path = environ.get("GITHUB_OUTPUT")
-    if path:
-        with open(path, "a", encoding="utf-8") as f:
+def _output(context: GitHubContext, name: str, value: str) -> None:
+    if context.output:
+        with open(context.output, "a", encoding="utf-8") as f:
             f.write(actions.format_outputs({name: value}))
 
 
@@ -200,29 +194,21 @@ def record(environ: Mapping[str, str], env: Mapping[str, str], code: int) -> Non
     """On a push to the default branch: append this run's JSON report to the history branch.
     A pull request (a fork's included) never writes; a failure to write is a warning."""
     branch = _input(environ, "history-branch")
-    if not branch or code not in (0, 1) or environ.get("GITHUB_EVENT_NAME") != "push":
+    context = GitHubContext.from_environ(env)
+    if not branch or code not in (0, 1) or context.event_name != "push":
         return
-    from budgetdiff.github import actions, validate_report_id
-    from budgetdiff.github.event import load_event
-    from budgetdiff.github.history_store import Store
-
     report_id = validate_report_id(_input(environ, "id") or "default")
     try:
-        repository = load_event(environ).get("repository")
+        repository = context.event_payload().get("repository")
         default = repository.get("default_branch") if isinstance(repository, dict) else None
-        if (
-            not isinstance(default, str)
-            or not default
-            or environ.get("GITHUB_REF") != f"refs/heads/{default}"
-        ):
+        if not isinstance(default, str) or not default or context.ref != f"refs/heads/{default}":
             return
-        temp = environ.get("RUNNER_TEMP") or tempfile.gettempdir()
-        report = json.loads(Path(temp, f"budgetdiff-{report_id}.json").read_text("utf-8"))
-        sha = environ.get("GITHUB_SHA", "")
+        report = json.loads(context.report_path(report_id).read_text("utf-8"))
+        sha = context.sha
         if sha:
             report["commit"] = sha
         line = json.dumps(report, separators=(",", ":"), ensure_ascii=False)
-        Store(env, branch).append(
+        Store(context, branch).append(
             f"{report_id}.jsonl",
             line,
             _history_size(environ),
@@ -243,9 +229,7 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     except Exception as exc:  # a bug, as in cli.main
         print(f"budgetdiff: error: {one_line(bug_message(exc))}", file=sys.stderr)
         return BUG_EXIT_CODE
-    from budgetdiff.cli import main as cli_main
-
-    code = cli_main(argv, env)
+    code = cli.main(argv, env)
     record(environ, env, code)
     return code
 

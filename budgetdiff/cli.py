@@ -93,11 +93,30 @@ class _NoPandas:
             raise ModuleNotFoundError(f"budgetdiff's CLI does not use {name}", name=name)
 
 
-def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> int:
+if TYPE_CHECKING:  # main's seams for the GitHub API
+    from collections.abc import Callable
+
+    import httpx
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    transport: httpx.BaseTransport | None = None,
+    sleep: Callable[[float], None] | None = None,
+) -> int:
+    """Run one command; its exit code. `transport` and `sleep` are the GitHub API client's
+    seams for tests (an httpx transport, and a stand-in for the waits between retries)."""
     env = os.environ if environ is None else environ
     parser = _parser()
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "github", False):  # the runner's environment, read once
+            from budgetdiff.github import GitHubContext, GitHubEnviron
+
+            context = GitHubContext.from_environ(env, transport=transport, sleep=sleep)
+            env = GitHubEnviron(env, context)
         with warnings.catch_warnings():
             # numpy's overflow and invalid-value warnings: every result is checked for
             # non-finite values where it matters, and a warning would put lines before the
@@ -256,6 +275,7 @@ def _publish(report: Report, args: argparse.Namespace, env: Mapping[str, str]) -
     from budgetdiff.render.json import render_json
     from budgetdiff.render.markdown import render_markdown
 
+    context = github.GitHubContext.of(env)
     json_path = Path(args.json) if args.json else _report_path(env, args.id)
     if not args.json:
         _write_atomic(json_path, render_json(report))
@@ -263,12 +283,12 @@ def _publish(report: Report, args: argparse.Namespace, env: Mapping[str, str]) -
         report_id=args.id,
         verdict=report.verdict,
         regressions=report.regressions,
-        findings=[(f.kind, f.subject, f.fails, f.message) for f in report.findings],
+        findings=report.findings,
         json_path=json_path,
         render_markdown=lambda limit: render_markdown(report, limit),
         render_resolved=lambda limit: render_markdown(report, limit, resolved=True),
     )
-    github.publish(pub, env, comment=args.comment, comment_author=args.comment_author)
+    github.publish(pub, context, comment=args.comment, comment_author=args.comment_author)
 
 
 def _history(args: argparse.Namespace, env: Mapping[str, str]) -> Loaded | None:
@@ -297,9 +317,13 @@ def _base_files(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[list[
 
         from budgetdiff import github
 
-        folder = github.fetch_base_artifact(
-            args.base_artifact, env, Path(tempfile.mkdtemp(prefix="budgetdiff-base-"))
+        fetched = github.fetch_base_artifact(
+            args.base_artifact,
+            github.GitHubContext.of(env),
+            Path(tempfile.mkdtemp(prefix="budgetdiff-base-")),
         )
+        print(fetched.annotation(), flush=True)  # where the base came from, or why none
+        folder = fetched.folder
         if folder is None:
             return [], (
                 f"no artifact {args.base_artifact!r} from a successful run on the base "
@@ -357,10 +381,9 @@ def _fail_on(raw: str | None, budget: Budget) -> list[str]:
 
 
 def _report_path(env: Mapping[str, str], report_id: str) -> Path:
-    import tempfile
+    from budgetdiff.github import GitHubContext
 
-    folder = Path(env.get("RUNNER_TEMP") or tempfile.gettempdir())
-    return folder / f"budgetdiff-{report_id}.json"
+    return GitHubContext.of(env).report_path(report_id)
 
 
 def _write_atomic(path: Path, text: str) -> None:

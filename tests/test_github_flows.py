@@ -10,13 +10,14 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from fake_github import BOT, FakeGitHub, event_payload, make_zip
 
 from budgetdiff import action
 from budgetdiff.cli import main
 from budgetdiff.errors import InputError, UsageError
-from budgetdiff.github import fetch_base_artifact
+from budgetdiff.github import GitHubContext, fetch_base_artifact
 from budgetdiff.github.artifact import Limits, extract
 from budgetdiff.github.comment import marker
 
@@ -223,9 +224,48 @@ def test_cli_missing_base_artifact_is_the_no_base_finding(
     )
     assert code == 1
     assert outputs(env)["verdict"] == "fail"
+    report = json.loads(Path(outputs(env)["report-json"]).read_text())
+    [no_base] = [f for f in report["findings"] if f["kind"] == "no_base"]
+    assert no_base["fails"] is True
+    assert no_base["message"].startswith("no artifact 'latency-results' from a successful run")
     [comment] = gh.comments_on(PR)
-    assert "no_base" in comment["body"] or "base" in comment["body"].lower()
-    assert "no successful run on master has this artifact" in capsys.readouterr().out
+    assert "run the workflow on the base branch first" in comment["body"]
+    out = capsys.readouterr().out
+    assert out.startswith(  # the reason, told once, before the findings' annotations
+        "::warning title=budgetdiff::base-artifact latency-results: no successful run on "
+        "master has this artifact (expired, never uploaded, or the branch's workflow has not "
+        "run yet); no base results\n"
+    )
+    assert out.count("no successful run on master") == 1
+
+
+def test_cli_main_takes_the_api_transport_and_the_sleep_as_seams(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[str] = []
+
+    def unavailable(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        return httpx.Response(503, json={"message": "Service Unavailable"})
+
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps(event_payload("pull_request.opened")), encoding="utf-8")
+    env = {
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_API_URL": "https://ghes.example/api/v3",
+        "GITHUB_REPOSITORY": REPO,
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_EVENT_PATH": str(event),
+        "RUNNER_TEMP": str(tmp_path),
+    }
+    sleeps: list[float] = []
+    transport = httpx.MockTransport(unavailable)
+    assert main(demo_args(), environ=env, transport=transport, sleep=sleeps.append) == 1
+    pull = f"/api/v3/repos/{REPO}/pulls/{PR}"
+    comments = f"/api/v3/repos/{REPO}/issues/{PR}/comments"
+    assert seen == [pull] * 5 + [comments] * 5  # every attempt, none of them waited for
+    assert sleeps == [1.0, 2.0, 4.0, 8.0] * 2
+    assert f"GET {comments}: HTTP 503 Service Unavailable" in capsys.readouterr().out
 
 
 def test_fetch_base_artifact_prefers_the_exact_base_commit(tmp_path: Path, gh: FakeGitHub) -> None:
@@ -254,9 +294,13 @@ def test_fetch_base_artifact_prefers_the_exact_base_commit(tmp_path: Path, gh: F
         conclusion="failure",
         created_at="2024-04-01T00:00:00Z",
     )
-    folder = fetch_base_artifact("r", make_env(tmp_path, gh), tmp_path / "base")
-    assert folder is not None
-    assert (folder / "results.csv").read_bytes() == b"exact"
+    context = GitHubContext.from_environ(make_env(tmp_path, gh))
+    fetched = fetch_base_artifact("r", context, tmp_path / "base")
+    assert fetched.folder == tmp_path / "base"
+    assert (fetched.folder / "results.csv").read_bytes() == b"exact"
+    assert fetched.level == "notice"  # the PR's base commit itself: nothing to warn about
+    assert fetched.message.startswith("base results: artifact r of run ")
+    assert fetched.message.endswith(f"(commit {base_sha[:12]} on master)")
 
 
 # -- the Action entry and the fork-PR workflow_run flow -------------------------------------------
@@ -432,7 +476,6 @@ def test_cli_base_artifact_that_cannot_be_downloaded_is_the_no_base_finding(
     tmp_path: Path,
     gh: FakeGitHub,
     capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
     failure: str,
 ) -> None:
     uploaded = add_base(gh, {"head.csv": (DEMO / "base.csv").read_bytes()})
@@ -445,9 +488,9 @@ def test_cli_base_artifact_that_cannot_be_downloaded_is_the_no_base_finding(
         gh.fail("GET", zip_path, 502, times=5)
     env = make_env(tmp_path, gh)
     sleeps: list[float] = []
-    # the CLI passes no sleep: replace the default, keeping the retries but not their waits
-    monkeypatch.setitem(fetch_base_artifact.__kwdefaults__, "sleep", sleeps.append)
-    code = main(base_artifact_args(DEMO / "head.csv", "--fail-on", "no_base"), environ=env)
+    # the retries as they are, without their waits
+    argv = base_artifact_args(DEMO / "head.csv", "--fail-on", "no_base")
+    code = main(argv, environ=env, sleep=sleeps.append)
     assert sleeps == ([] if failure == "expired-410" else [1.0, 2.0, 4.0, 8.0])
     assert code == 1  # the no_base finding failed it, not exit 2
     assert outputs(env)["verdict"] == "fail"
@@ -460,8 +503,9 @@ def test_fetch_base_artifact_keeps_refusing_a_hostile_archive(
     tmp_path: Path, gh: FakeGitHub
 ) -> None:
     add_base(gh, {"../../evil.csv": b"x"})
+    context = GitHubContext.from_environ(make_env(tmp_path, gh))
     with pytest.raises(InputError, match="not a plain relative path"):
-        fetch_base_artifact("latency-results", make_env(tmp_path, gh), tmp_path / "base")
+        fetch_base_artifact("latency-results", context, tmp_path / "base")
 
 
 def test_action_base_artifact_defaults_the_base_name_to_the_heads(

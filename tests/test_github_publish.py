@@ -18,6 +18,7 @@ from budgetdiff.github import Publication, publish, validate_report_id
 from budgetdiff.github.actions import command, format_outputs
 from budgetdiff.github.api import ApiError, GitHubClient
 from budgetdiff.github.comment import COMMENT_MAX_CHARS, fit, marker, text_length
+from budgetdiff.judge import Finding
 
 TOKEN = "test-token-s3cr3t"
 REPO = "Codertocat/Hello-World"
@@ -74,7 +75,7 @@ def make_pub(
     tmp_path: Path,
     report_id: str = "default",
     text: str | None = None,
-    findings: list[tuple[str, str, bool, str]] | None = None,
+    findings: list[Finding] | None = None,
 ) -> Publication:
     json_path = tmp_path / f"report-{report_id}.json"
     json_path.write_text("{}", encoding="utf-8")
@@ -86,7 +87,7 @@ def make_pub(
         regressions=["decode", "total"],
         findings=findings
         if findings is not None
-        else [("regression", "decode", True, "decode p95 3900.1 -> 4480.7 ms (+14.9%)")],
+        else [Finding("regression", "decode", True, "decode p95 3900.1 -> 4480.7 ms (+14.9%)")],
         json_path=json_path,
         render_markdown=renderer(body),
     )
@@ -437,7 +438,7 @@ def test_annotations_cannot_smuggle_workflow_commands(
     tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
 ) -> None:
     hostile = "p95 100%\r\n::set-output name=verdict::pass\n::add-mask::x"
-    findings = [("regression", "decode\n::error::x", True, hostile)]
+    findings = [Finding("regression", "decode\n::error::x", True, hostile)]
     publish(make_pub(tmp_path, findings=findings), make_env(tmp_path, gh), comment=False)
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
@@ -449,7 +450,7 @@ def test_annotations_cannot_smuggle_workflow_commands(
 def test_annotations_are_capped_per_level(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    findings = [("over_budget", f"s{i}", i % 2 == 0, f"m{i}") for i in range(30)]
+    findings = [Finding("over_budget", f"s{i}", i % 2 == 0, f"m{i}") for i in range(30)]
     publish(make_pub(tmp_path, findings=findings), {}, comment=False)
     lines = capsys.readouterr().out.splitlines()
     # the runner shows 10 per level: 8 findings + "N more", one left for budgetdiff's own
@@ -690,7 +691,7 @@ def test_our_own_warnings_come_before_the_findings(
     tmp_path: Path, gh: FakeGitHub, capsys: pytest.CaptureFixture[str]
 ) -> None:
     gh.tokens[TOKEN] = (BOT, False)
-    findings = [("over_budget", f"s{i}", i % 2 == 0, f"m{i}") for i in range(30)]
+    findings = [Finding("over_budget", f"s{i}", i % 2 == 0, f"m{i}") for i in range(30)]
     publish(make_pub(tmp_path, findings=findings), make_env(tmp_path, gh))
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("::warning title=budgetdiff::budgetdiff: could not comment")

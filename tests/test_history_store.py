@@ -15,7 +15,8 @@ from fake_github import FakeGitHub
 from test_github_flows import DEMO, PR, REPO, make_env
 
 from budgetdiff import action
-from budgetdiff.github.history_store import REMOTE_ENV, Store
+from budgetdiff.github.context import HISTORY_REMOTE_ENV, GitHubContext
+from budgetdiff.github.history_store import Store
 
 BRANCH = "budgetdiff-history"
 
@@ -60,7 +61,7 @@ def action_env(
     env = make_env(tmp_path, gh, kind, GITHUB_SHA=sha)
     env.update(
         {
-            REMOTE_ENV: str(remote),
+            HISTORY_REMOTE_ENV: str(remote),
             "GITHUB_REF": "refs/heads/master" if kind == "push" else f"refs/pull/{PR}/merge",
             "GITHUB_SERVER_URL": "https://github.example",
             "GITHUB_RUN_ID": "77",
@@ -112,12 +113,12 @@ def test_a_push_to_another_branch_never_writes(
 
 
 def test_a_concurrent_push_is_retried_and_both_lines_kept(tmp_path: Path, remote: Path) -> None:
-    env = {REMOTE_ENV: str(remote)}
-    store = Store(env, BRANCH)
+    context = GitHubContext(history_remote=str(remote))
+    store = Store(context, BRANCH)
     store.append("default.jsonl", '{"n":0}', 500, "first")
 
     def race() -> None:  # another job pushes between our fetch and our push
-        Store(env, BRANCH).append("default.jsonl", '{"n":1}', 500, "theirs")
+        Store(context, BRANCH).append("default.jsonl", '{"n":1}', 500, "theirs")
 
     attempts = store.append("default.jsonl", '{"n":2}', 500, "ours", before_push=race)
     assert attempts == 2
@@ -125,14 +126,15 @@ def test_a_concurrent_push_is_retried_and_both_lines_kept(tmp_path: Path, remote
 
 
 def test_the_file_keeps_the_newest_runs_and_other_ids_files(tmp_path: Path, remote: Path) -> None:
-    store = Store({REMOTE_ENV: str(remote)}, BRANCH)
+    context = GitHubContext(history_remote=str(remote))
+    store = Store(context, BRANCH)
     store.append("other.jsonl", '{"id":"other"}', 3, "other id")
     for i in range(5):
         store.append("default.jsonl", f'{{"n":{i}}}', 3, f"run {i}")
     assert branch_file(remote) == ['{"n":2}', '{"n":3}', '{"n":4}']
     assert branch_file(remote, "other.jsonl") == ['{"id":"other"}']
     assert store.read("missing.jsonl") is None
-    assert Store({REMOTE_ENV: str(remote)}, "no-such-branch").read("default.jsonl") is None
+    assert Store(context, "no-such-branch").read("default.jsonl") is None
 
 
 def test_a_hostile_line_on_the_branch_is_skipped_with_a_warning(
@@ -140,7 +142,7 @@ def test_a_hostile_line_on_the_branch_is_skipped_with_a_warning(
 ) -> None:
     env = action_env(tmp_path, gh, remote, "push", "a" * 40)
     assert action.main(env) == 1
-    store = Store({REMOTE_ENV: str(remote)}, BRANCH)
+    store = Store(GitHubContext(history_remote=str(remote)), BRANCH)
     hostile = json.loads(branch_file(remote)[0])
     hostile["slices"][0]["name"] = "::set-output name=verdict::pass"
     hostile["slices"][1]["head_ms"] = "<script>alert(1)</script>"

@@ -26,7 +26,11 @@ class PullRequest:
 
 def load_event(environ: Mapping[str, str]) -> dict[str, Any]:
     """The event payload at `GITHUB_EVENT_PATH` ({} when absent, e.g. outside Actions)."""
-    path = environ.get("GITHUB_EVENT_PATH", "")
+    return read_event(environ.get("GITHUB_EVENT_PATH", ""))
+
+
+def read_event(path: str) -> dict[str, Any]:
+    """The event payload in the file `path` ({} when there is none, e.g. outside Actions)."""
     if not path:
         return {}
     try:

@@ -17,15 +17,16 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 from budgetdiff.errors import PublishError, UsageError
+from budgetdiff.github.context import GitHubContext
 
 DEFAULT_BRANCH = "budgetdiff-history"
 DEFAULT_SIZE = 500
 ATTEMPTS = 5
-REMOTE_ENV = "BUDGETDIFF_HISTORY_REMOTE"  # a git URL or path instead of the repository's own
+DEFAULT_SERVER_URL = "https://github.com"
 MAX_BYTES = 64 * 1024**2
 _BRANCH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}")
 _BOT = ("github-actions[bot]", "41898282+github-actions[bot]@users.noreply.github.com")
@@ -43,19 +44,19 @@ def validate_branch(branch: str) -> str:
 class Store:
     """One branch of one remote; every method runs git in its own temporary bare repository."""
 
-    def __init__(self, environ: Mapping[str, str], branch: str) -> None:
+    def __init__(self, context: GitHubContext, branch: str) -> None:
+        """The repository's own remote, or `context.history_remote` (a git URL or path)."""
         self.branch = validate_branch(branch)
-        remote = environ.get(REMOTE_ENV, "")
+        remote = context.history_remote
         if not remote:
-            server = environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
-            repo = environ.get("GITHUB_REPOSITORY", "")
-            if not repo:
+            server = (context.server_url or DEFAULT_SERVER_URL).rstrip("/")
+            if not context.repository:
                 raise PublishError("GITHUB_REPOSITORY is not set: no repository to keep history")
-            remote = f"{server}/{repo}.git"
+            remote = f"{server}/{context.repository}.git"
         self.remote = remote
         self._env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
         self._env.update({"LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"})
-        token = environ.get("GITHUB_TOKEN", "")
+        token = context.token
         if token and remote.startswith("https://"):
             basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
             self._env.update(
@@ -65,7 +66,7 @@ class Store:
                     "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}",
                 }
             )
-        self._token = token
+        self._context = context
 
     def read(self, path: str) -> bytes | None:
         """The file on the branch, or None when the branch or the file is not there yet."""
@@ -181,5 +182,4 @@ class Store:
 
     def _last(self, stderr: str) -> str:
         lines = [x for x in stderr.strip().splitlines() if x.strip()]
-        text = lines[-1] if lines else "unknown error"
-        return text.replace(self._token, "***") if self._token else text
+        return self._context.redact(lines[-1] if lines else "unknown error")
