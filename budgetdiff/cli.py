@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
     from budgetdiff.budget import Budget
+    from budgetdiff.commands.history import HistoryOptions
     from budgetdiff.history import Loaded
     from budgetdiff.judge import Acceptance
     from budgetdiff.report import Report
@@ -436,14 +437,6 @@ class RunOptions:
         return argparse.Namespace(**{f.name: _listed(getattr(self, f.name)) for f in fields(self)})
 
 
-@dataclass(frozen=True)
-class HistoryOptions:
-    """history: the JSON Lines file, and the page to draw it on."""
-
-    file: str
-    html: str | None = None
-
-
 _Options = TypeVar("_Options", bound="DataclassInstance")
 _T = TypeVar("_T")
 
@@ -761,7 +754,7 @@ _COMMANDS = (
         "history",
         "trends and drift of a history file (JSON Lines of reports)",
         (_history_arguments,),
-        HistoryOptions,
+        "budgetdiff.commands.history:HistoryOptions",
         cmd_history,
     ),
     _Command("demo", "run compare on bundled example data", _REPORT, RunOptions, cmd_demo),

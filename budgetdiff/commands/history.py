@@ -3,6 +3,8 @@ change points, drift) as a table of words, and the trend page that draws them.""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from budgetdiff import history
 from budgetdiff.budget import Regression
 from budgetdiff.errors import InputError
@@ -10,6 +12,14 @@ from budgetdiff.history import History, Loaded
 from budgetdiff.numbers import count, ms, pct, percentile
 from budgetdiff.render.page import render_page
 from budgetdiff.render.text import plain
+
+
+@dataclass(frozen=True)
+class HistoryOptions:
+    """history: the JSON Lines file, and the page to draw it on."""
+
+    file: str
+    html: str | None = None
 
 
 def newest(file: str, loaded: Loaded) -> History:
