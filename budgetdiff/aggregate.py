@@ -5,12 +5,11 @@ tested on the bucket counts, and a percentile is only as exact as its bucket."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from statistics import NormalDist
+from dataclasses import dataclass
 
 import numpy as np
 
-from budgetdiff import stats
+from budgetdiff import numbers, stats
 from budgetdiff.budget import Budget
 from budgetdiff.compare import (
     METRIC_LABELS,
@@ -18,24 +17,52 @@ from budgetdiff.compare import (
     Comparison,
     Row,
     Side,
-    _p,
     against_target,
+    decide_rows,
 )
 from budgetdiff.errors import InputError
-from budgetdiff.formats.prometheus import histogram_quantile
 from budgetdiff.prepare import Prepared
-from budgetdiff.table import KNOWN_SLICES, Histogram, Run
+from budgetdiff.table import KNOWN_SLICES, Histogram, Run, histogram_quantile
 
 NO_INTERVAL = "summary input: no per-request data, so no interval; the change is not judged"
 
 
 @dataclass(frozen=True)
 class _Value:
+    """One side's value of one row, as far as the aggregates hold it."""
+
     ms: float | None
     note: str | None = None
     bucket: tuple[float, float] | None = None
     histogram: Histogram | None = None
     missing: str | None = None  # why there is no value: what the file has instead, and the fix
+    coarse: bool = False  # the percentile is in the first bucket: too coarse to place
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """One row: an SLO metric or a slice, and each side's value of it."""
+
+    kind: str  # "slo" | "slice"
+    name: str
+    base: _Value | None  # None: no base run
+    head: _Value
+
+    @property
+    def same_bucket(self) -> bool:
+        """Both values from histograms, in the same bucket: too coarse to tell a change."""
+        b, h = self.base, self.head
+        return (
+            b is not None
+            and b.histogram is not None
+            and h.histogram is not None
+            and b.bucket is not None
+            and b.bucket == h.bucket
+        )
+
+    @property
+    def coarse(self) -> bool:
+        return self.same_bucket or self.head.coarse or (self.base is not None and self.base.coarse)
 
 
 def compare_aggregate(
@@ -43,48 +70,25 @@ def compare_aggregate(
 ) -> Comparison:
     """Rows for runs of which at least one side holds only aggregates."""
     p = budget.percentile
-    head_run = _run(head)
-    have = set(_names(head)) & (set(_names(base)) if base is not None else set(_names(head)))
-    slices = list(budget.slices) or [s for s in KNOWN_SLICES if s in have]
-    missing = [s for s in slices if s not in _names(head)]
-    if missing:
-        raise InputError(
-            f"{head_run.source}: the budget's slice {missing[0]!r} is not in this data; it has: "
-            f"{', '.join(_names(head)) or 'nothing budgetdiff reads'}"
+    pairs = [
+        _Pair(
+            kind=kind,
+            name=name,
+            base=_value(base, name, p) if base is not None else None,
+            head=_value(head, name, p),
         )
-    metrics = [m for m in METRIC_LABELS if m in have]
-    raw = [("slo", m) for m in metrics] + [("slice", s) for s in slices]
-
-    values = [
-        (_value(base, name, p) if base is not None else None, _value(head, name, p))
-        for _, name in raw
+        for kind, name in _row_names(base, head, budget)
     ]
-    changes: list[stats.Change | None] = [
-        _change(b, h, p) if b is not None else None for b, h in values
+    changes = [_change(x, p) for x in pairs]
+    # a row named like a per-token metric holds the tool's per-token values: no floor in ms
+    floors = [0.0 if x.name in PER_TOKEN else budget.regression.min_ms for x in pairs]
+    verdicts = decide_rows(changes, floors_ms=floors, regression=budget.regression)
+    rows = [
+        _row(x, change=c, verdict=v, budget=budget, sources=(_source(base), _run(head).source))
+        for x, c, v in zip(pairs, changes, verdicts, strict=True)
     ]
-    tested = [i for i, c in enumerate(changes) if c is not None]
-    decided = stats.decide(
-        [changes[i] for i in tested if changes[i] is not None],  # type: ignore[misc]
-        min_change=budget.regression.min_change,
-        min_ms=[0.0 if raw[i][1] in PER_TOKEN else budget.regression.min_ms for i in tested],
-        confidence=budget.regression.confidence,
-    )
-    verdicts = dict(zip(tested, decided, strict=True))
-    targets = budget.slo.targets()
-    rows = []
-    for i, ((kind, name), (b, h)) in enumerate(zip(raw, values, strict=True)):
-        c = changes[i]
-        target = targets.get(name) if kind == "slo" else budget.slice_budget(name)
-        notes = tuple(n for n in ((b.note if b else None), h.note, c.note if c else None) if n)
-        row = _row(kind, name, target, b, h, c, verdicts.get(i), budget, notes)
-        absent = tuple(
-            v.missing or f"no {name} in {src}"
-            for v, src in ((h, head_run.source), (b, _source(base)))
-            if v is not None and v.ms is None
-        )
-        rows.append(replace(row, unmeasured=absent))
     return Comparison(
-        name=head_run.scenario,
+        name=_run(head).scenario,
         percentile=p,
         base=_side(base) if base is not None else None,
         head=_side(head),
@@ -103,55 +107,89 @@ def compare_aggregate(
     )
 
 
+def _row_names(
+    base: Run | Prepared | None, head: Run | Prepared, budget: Budget
+) -> list[tuple[str, str]]:
+    """(kind, name) of each row: the SLO metrics both sides hold, then the budget's slices (or
+    the known slices both hold); a budget slice the head lacks is bad input."""
+    have = set(_names(head)) & (set(_names(base)) if base is not None else set(_names(head)))
+    slices = list(budget.slices) or [s for s in KNOWN_SLICES if s in have]
+    missing = [s for s in slices if s not in _names(head)]
+    if missing:
+        raise InputError(
+            f"{_run(head).source}: the budget's slice {missing[0]!r} is not in this data; it "
+            f"has: {', '.join(_names(head)) or 'nothing budgetdiff reads'}"
+        )
+    metrics = [m for m in METRIC_LABELS if m in have]
+    return [("slo", m) for m in metrics] + [("slice", s) for s in slices]
+
+
 def _row(
-    kind: str,
-    name: str,
-    target: float | None,
-    b: _Value | None,
-    h: _Value,
-    c: stats.Change | None,
+    x: _Pair,
+    *,
+    change: stats.Change | None,
     verdict: str | None,
     budget: Budget,
-    notes: tuple[str, ...],
+    sources: tuple[str, str],
 ) -> Row:
-    head_ms = h.ms
-    headroom_pct, status, budget_use, over = against_target(kind, target, head_ms, budget.headroom)
-    change = verdict if c is not None else ("inconclusive" if b is not None else None)
+    b, h = x.base, x.head
+    target = budget.slo.targets().get(x.name) if x.kind == "slo" else budget.slice_budget(x.name)
+    standing = against_target(x.kind, target, h.ms, budget.headroom)
+    notes = (b.note if b else None, h.note, change.note if change else None)
+    base_source, head_source = sources
+    absent = tuple(
+        v.missing or f"no {x.name} in {source}"
+        for v, source in ((h, head_source), (b, base_source))
+        if v is not None and v.ms is None
+    )
     return Row(
-        name=name,
-        kind=kind,
+        name=x.name,
+        kind=x.kind,
         target_ms=target,
         base_ms=b.ms if b else None,
-        head_ms=head_ms,
-        delta_ms=c.delta if c else None,
-        delta_pct=c.delta_pct if c else None,
-        change=change,
-        p_value=c.p_value if c else None,
-        notes=notes,
-        headroom_pct=headroom_pct,
-        status=status,
-        budget_use_pct=budget_use,
-        over_budget=over,
+        head_ms=h.ms,
+        delta_ms=change.delta if change else None,
+        delta_pct=change.delta_pct if change else None,
+        change=verdict if change is not None else ("inconclusive" if b is not None else None),
+        p_value=change.p_value if change else None,
+        notes=tuple(n for n in notes if n),
+        headroom_pct=standing.headroom_pct,
+        status=standing.status,
+        budget_use_pct=standing.budget_use_pct,
+        over_budget=standing.over_budget,
+        unmeasured=absent,
+        coarse_buckets=x.coarse,
     )
 
 
-def _change(b: _Value, h: _Value, p: float) -> stats.Change | None:
-    if b.ms is None or h.ms is None:
+def _change(x: _Pair, p: float) -> stats.Change | None:
+    """The change between the two values, tested on the bucket counts where both are from
+    histograms in different buckets; None without a base or a value on either side."""
+    b, h = x.base, x.head
+    if b is None or b.ms is None or h.ms is None:
         return None
     delta = h.ms - b.ms
-    pct = 100 * delta / b.ms if b.ms else None
     p_value, note = None, NO_INTERVAL
-    if b.histogram is not None and h.histogram is not None and b.bucket and h.bucket:
-        if b.bucket == h.bucket:
-            lo, hi = b.bucket
-            note = (
-                f"base and head fall in the same bucket ({lo:g}, {hi:g}] ms: the buckets "
-                "are too coarse to tell"
-            )
-        else:
-            p_value, note = _exceedance(b, h, p)
+    if x.same_bucket:
+        assert b.bucket is not None
+        lo, hi = b.bucket
+        note = (
+            f"base and head fall in the same bucket ({lo:g}, {hi:g}] ms: the buckets "
+            "are too coarse to tell"
+        )
+    elif b.histogram is not None and h.histogram is not None and b.bucket and h.bucket:
+        p_value, note = _exceedance(b, h, p)
     return stats.Change(
-        b.ms, h.ms, delta, pct, None, p_value, None, None if p_value is not None else 0, False, note
+        base=b.ms,
+        head=h.ms,
+        delta=delta,
+        delta_pct=100 * delta / b.ms if b.ms else None,
+        ci=None,
+        p_value=p_value,
+        mde_pct=None,
+        needed=None if p_value is not None else 0,
+        paired=False,
+        note=note,
     )
 
 
@@ -164,16 +202,13 @@ def _exceedance(b: _Value, h: _Value, p: float) -> tuple[float | None, str]:
     nh, kh = _above(h.histogram, bound)
     if nb == 0 or nh == 0 or not math.isfinite(bound):
         return None, NO_INTERVAL
-    pooled = (kb + kh) / (nb + nh)
-    se = math.sqrt(pooled * (1 - pooled) * (1 / nb + 1 / nh))
-    if se == 0:
+    p_value = stats.two_proportion_p(above_base=kb, n_base=nb, above_head=kh, n_head=nh)
+    if p_value is None:
         return None, NO_INTERVAL
-    z = (kh / nh - kb / nb) / se
-    p_value = 2 * (1 - NormalDist().cdf(abs(z)))
     return p_value, (
-        f"from histogram buckets: {100 * kb / nb:.1f}% of base and "
-        f"{100 * kh / nh:.1f}% of head requests took over {bound:g} ms "
-        f"(expected {100 - p:g}% at p{_p(p)})"
+        f"from histogram buckets: {numbers.pct(100 * kb / nb)} of base and "
+        f"{numbers.pct(100 * kh / nh)} of head requests took over {bound:g} ms "
+        f"(expected {100 - p:g}% at p{p:g})"
     )
 
 
@@ -184,6 +219,8 @@ def _above(h: Histogram, bound: float) -> tuple[float, float]:
 
 
 def _value(side: Run | Prepared | None, name: str, p: float) -> _Value:
+    """One side's p-th percentile of `name`: from per-request values, the histogram, or the
+    tool's summary; without one, why not."""
     if side is None:
         return _Value(None)
     if isinstance(side, Prepared):
@@ -192,48 +229,57 @@ def _value(side: Run | Prepared | None, name: str, p: float) -> _Value:
             v = side.metrics.get(name)
         return _Value(stats.percentile(v, p) if v is not None and len(v) else None)
     if name in side.histograms:
-        h = side.histograms[name]
-        est, lo, hi = histogram_quantile(h, p)
-        if math.isnan(est):
-            why = f"the {name} histogram in {side.source} is empty"
-            return _Value(None, f"{name}: the histogram is empty", missing=why)
-        if math.isinf(hi):
-            why = (
-                f"p{_p(p)} is above the highest {name} bucket ({lo:g} ms) in {side.source}: "
-                "the true value is unknown"
-            )
-            return _Value(
-                None, f"{name}: p{_p(p)} is above the highest bucket ({lo:g} ms)", missing=why
-            )
-        if hi == float(h.bounds[0]):  # the first bucket: from 0, nothing to place it by
-            mean = _mean(side, name)
-            said = f"; the mean from _sum/_count is {mean:.3g} ms" if mean is not None else ""
-            if mean is not None and mean > hi:
-                said += ", above that bucket: the buckets and the sum disagree"
-            coarse = f"p{_p(p)} is in the first bucket (0, {hi:g}] ms: too coarse to place{said}"
-            return _Value(
-                None,
-                f"{name}: {coarse}",
-                missing=f"{name} in {side.source}: {coarse}",
-            )
-        return _Value(
-            est, f"{name}: from histogram buckets, p{_p(p)} is in ({lo:g}, {hi:g}] ms", (lo, hi), h
-        )
+        return _from_histogram(side, name, p)
     held = side.summary.get(name, {})
     if p in held:
         return _Value(held[p])
     why = _not_held(side.source, p, sorted(held))
-    return _Value(None, f"{name}: {why}", missing=why)
+    return _Value(None, note=f"{name}: {why}", missing=why)
+
+
+def _from_histogram(run: Run, name: str, p: float) -> _Value:
+    """The percentile inside its bucket, or why the buckets cannot place it."""
+    h = run.histograms[name]
+    est, lo, hi = histogram_quantile(h, p)
+    if math.isnan(est):
+        why = f"the {name} histogram in {run.source} is empty"
+        return _Value(None, note=f"{name}: the histogram is empty", missing=why)
+    if math.isinf(hi):
+        why = (
+            f"p{p:g} is above the highest {name} bucket ({lo:g} ms) in {run.source}: "
+            "the true value is unknown"
+        )
+        return _Value(
+            None, note=f"{name}: p{p:g} is above the highest bucket ({lo:g} ms)", missing=why
+        )
+    if hi == float(h.bounds[0]):  # the first bucket: from 0, nothing to place it by
+        mean = _mean(run, name)
+        said = f"; the mean from _sum/_count is {mean:.3g} ms" if mean is not None else ""
+        if mean is not None and mean > hi:
+            said += ", above that bucket: the buckets and the sum disagree"
+        coarse = f"p{p:g} is in the first bucket (0, {hi:g}] ms: too coarse to place{said}"
+        return _Value(
+            None,
+            note=f"{name}: {coarse}",
+            missing=f"{name} in {run.source}: {coarse}",
+            coarse=True,
+        )
+    return _Value(
+        est,
+        note=f"{name}: from histogram buckets, p{p:g} is in ({lo:g}, {hi:g}] ms",
+        bucket=(lo, hi),
+        histogram=h,
+    )
 
 
 def _not_held(source: str, p: float, have: list[float]) -> str:
     """`p95 not in s.json: it has p50, p90, p99; set `percentile: 90` or ...`."""
     if not have:
-        return f"p{_p(p)} not in {source}, nor any other percentile; pass the per-request file"
+        return f"p{p:g} not in {source}, nor any other percentile; pass the per-request file"
     near = max((q for q in have if q <= p), default=min(have))
     return (
-        f"p{_p(p)} not in {source}: it has {', '.join(f'p{_p(q)}' for q in have)}; set "
-        f"`percentile: {_p(near)}` in the budget or pass the per-request file"
+        f"p{p:g} not in {source}: it has {', '.join(f'p{q:g}' for q in have)}; set "
+        f"`percentile: {near:g}` in the budget or pass the per-request file"
     )
 
 
@@ -283,15 +329,21 @@ def _run(side: Run | Prepared) -> Run:
 
 def _side(side: Run | Prepared) -> Side:
     if isinstance(side, Prepared):
-        return Side(side.run.source, side.requests, side.failed, None, dict(side.run.meta))
+        return Side(
+            source=side.run.source,
+            requests=side.requests,
+            failed=side.failed,
+            attainment=None,
+            meta=dict(side.run.meta),
+        )
     count = side.summary_count
     if count is None and side.histograms:
         count = int(max(float(np.sum(h.counts)) for h in side.histograms.values()))
     failures = side.meta.get("failures")
     return Side(
-        side.source,
-        count,
-        int(failures) if isinstance(failures, float) else 0,
-        None,
-        dict(side.meta),
+        source=side.source,
+        requests=count,
+        failed=int(failures) if isinstance(failures, float) else 0,
+        attainment=None,
+        meta=dict(side.meta),
     )

@@ -21,6 +21,7 @@ from pydantic import (
 from budgetdiff.errors import BudgetError
 from budgetdiff.numbers import count, schema_bound
 from budgetdiff.table import MAX_MS
+from budgetdiff.units import UNIT_TO_MS as UNIT_TO_MS  # the one unit table, re-exported
 
 FailKind = Literal[
     "breach",
@@ -34,7 +35,6 @@ FailKind = Literal[
 ]
 FAIL_KINDS: tuple[str, ...] = FailKind.__args__  # type: ignore[attr-defined]
 Unit = Literal["ms", "s", "us"]
-UNIT_TO_MS = {"ms": 1.0, "s": 1000.0, "us": 0.001}
 _DEFAULT_FAIL_ON: tuple[FailKind, ...] = ("breach", "regression")
 _PERCENT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*%\s*$")
 # The SLO table's rows, by the names `regression.metrics` uses (the slices are the budget's).

@@ -2,16 +2,20 @@
 
 Takes prepared per-request values and returns the rows (values, interval, change, budget use,
 tail share), the re-budget proposal and the attainment; `judge` turns them into findings.
+`decide_rows` (changes to verdicts) and `against_target` (a value against its target) are the
+one path for every row; `aggregate` builds its rows with them too.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from budgetdiff import attribution, rebudget, stats, whatif
-from budgetdiff.budget import Budget
+from budgetdiff.budget import Budget, Regression
+from budgetdiff.numbers import pct
 from budgetdiff.prepare import Prepared, material, slice_sum
 from budgetdiff.table import UNATTRIBUTED, FloatArray, Run, repeated_ids
 
@@ -61,6 +65,9 @@ class Row:
     base_part_ms: float | None = None
     # the head's own interval for its percentile (what a history of runs compares with)
     head_ci_ms: tuple[float, float] | None = None
+    # from histograms: base and head fall in the same bucket, or the percentile is in the first
+    # bucket, so the buckets are too coarse to tell a change (a note says which)
+    coarse_buckets: bool = False
 
     @property
     def label(self) -> str:
@@ -117,205 +124,210 @@ class Comparison:
 
 
 def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison:
+    """Base against head at the budget percentile (head alone without a base): pair the
+    requests, test every row, split the total into the slices, then word the headline."""
     p = budget.percentile
     pairs = _pairs(base, head) if base is not None else None
-    names = _metric_names(head, base)
-    notes = list(head.notes)
-    if base is not None:
-        notes += [n for n in base.notes if n not in notes]
-    common = [s for s in head.slices if s != UNATTRIBUTED and (base is None or s in base.slices)]
-    if base is not None:
-        only = {
-            side: [s for s in a.slices if s != UNATTRIBUTED and s not in b.slices]
-            for side, a, b in (("base", base, head), ("head", head, base))
-        }
-        if only["base"] or only["head"]:
-            notes.append(
-                "base and head have different slices ("
-                + "; ".join(f"only in {k}: {', '.join(v)}" for k, v in only.items() if v)
-                + f"): their time is counted as {UNATTRIBUTED!r}"
-            )
-    head_parts = _parts(head, common)
-    base_parts = _parts(base, common) if base is not None else {}
-    slice_names = list(head_parts)
-    targets = budget.slo.targets()
-
-    raw: list[tuple[str, str, FloatArray | None, FloatArray | None]] = []
-    for m in names:
-        raw.append(("slo", m, _values(base, m), _values(head, m)))
-    for s in slice_names:
-        raw.append(("slice", s, base_parts.get(s) if base else None, head_parts[s]))
-
-    tested = [i for i, r in enumerate(raw) if r[2] is not None and r[3] is not None]
-    floors = {
-        i: 0.0 if raw[i][1] in PER_TOKEN and raw[i][0] == "slo" else budget.regression.min_ms
-        for i in tested
-    }
-    changes: dict[int, stats.Change] = {}
-    for i in tested:
-        kind, name, b, h = raw[i]
-        assert b is not None and h is not None
-        row_pairs = pairs if (kind == "slice" or name in PAIRABLE) else None
-        changes[i] = stats.compare_percentile(
-            b,
-            h,
-            p,
-            budget.regression.confidence,
-            family_size=len(tested),
-            pairs=row_pairs,
-            also=_others(p),
-            min_change=budget.regression.min_change,
-            min_ms=floors[i],
-        )
-    decided = stats.decide(
-        [changes[i] for i in tested],
-        min_change=budget.regression.min_change,
-        min_ms=[floors[i] for i in tested],
-        confidence=budget.regression.confidence,
+    split = _split(base, head, _common_slices(base, head), pairs, p)
+    series = _series(base, head, split, pairs, budget)
+    changes = _changes(series, budget)
+    verdicts = decide_rows(
+        changes, floors_ms=[s.floor_ms for s in series], regression=budget.regression
     )
-    verdicts = dict(zip(tested, decided, strict=True))
-
-    # every head request may have failed, or the data may not split the total at all
-    served = len(head.metrics["total"]) > 0 and bool(head_parts)
-    contrib_head = (
-        attribution.quantile_contributions(head_parts, slice_sum(head_parts), p) if served else {}
-    )
-    contrib_base: dict[str, float] = {}
-    shares = attribution.tail_shares(contrib_head)
-    tail_change: dict[str, float] = {}
-    method = None
-    if base is not None and served:
-        contrib_base = attribution.quantile_contributions(base_parts, slice_sum(base_parts), p)
-        n_base, n_head = len(base.metrics["total"]), len(head.metrics["total"])
-        if pairs is not None and len(pairs[0]) == n_base == n_head:
-            ib, ih = pairs
-            split = attribution.shapley(
-                {s: x[ib] for s, x in base_parts.items()},
-                {s: x[ih] for s, x in head_parts.items()},
-                p,
-            )
-            tail_change, method = split.parts, split.method
-        else:  # unpaired, or not every request in both: each side's parts, head minus base
-            tail_change = attribution.quantile_change(contrib_base, contrib_head)
-            method = "each side's Euler allocation at the quantile (unpaired)"
-
-    rows: list[Row] = []
-    for i, (kind, name, b, h) in enumerate(raw):
-        target = targets.get(name) if kind == "slo" else budget.slice_budget(name)
-        rows.append(
-            _row(
-                kind,
-                name,
-                target,
-                b,
-                h,
-                p,
-                changes.get(i),
-                verdicts.get(i),
-                budget.headroom,
-                shares.get(name) if kind == "slice" else None,
-                tail_change.get(name) if kind == "slice" and base is not None else None,
-                contrib_head.get(name) if kind == "slice" else None,
-                contrib_base.get(name) if kind == "slice" else None,
-                budget.regression.confidence,
-            )
-        )
+    rows = [
+        _row(s, change=c, verdict=v, split=split, budget=budget)
+        for s, c, v in zip(series, changes, verdicts, strict=True)
+    ]
     slo_rows = tuple(r for r in rows if r.kind == "slo")
-    slice_rows = tuple(r for r in rows if r.kind == "slice")
-
-    headline = None
-    total_row = next((r for r in slo_rows if r.name == "total"), None)
-    if total_row is not None and total_row.delta_ms is not None and tail_change:
-        headline = attribution.headline(
-            p, total_row.delta_ms, tail_change, change=total_row.change, ci_ms=total_row.ci_ms
-        )
-
-    fix_first = whatif.fix_first(head, budget, head_parts) if served else ()
-    proposal = None
-    if budget.slices and served:
-        proposal = rebudget.propose(
-            budget,
-            contrib_head,
-            total_ms=stats.percentile(head.metrics["total"], p),
-            ttft_ms=_head_value(slo_rows, "ttft"),
-            fix_first=fix_first,
-        )
-    tokens = head.run.output_tokens
-    feas = rebudget.feasibility(
-        budget,
-        ttft_p_ms=_head_value(slo_rows, "ttft"),
-        output_tokens_p50=float(np.median(tokens[np.isfinite(tokens)]))
-        if tokens is not None and np.isfinite(tokens).any()
-        else None,
-        tpot_measured_ms=float(np.median(head.metrics["tpot"]))
-        if len(head.metrics.get("tpot", ())) > 0
-        else None,
-    )
-
-    for i, r in enumerate(rows):
-        big = i in changes and stats.large_enough(
-            changes[i], budget.regression.min_change, floors[i]
-        )
-        if r.change == "none" and big and r.ci_ms and (r.ci_ms[0] > 0 or r.ci_ms[1] < 0):
-            notes.append(
-                f"{r.label}: its interval excludes 0, but not once all {len(tested)} rows are "
-                "tested together (Holm): counted as no significant change"
-            )
-    if pairs is not None:
-        notes.append(f"paired by request id: {len(pairs[0])} requests ran in both")
-    if method is not None:
-        notes.append(f"the change of the p{_p(p)} end to end is split into the slices by {method}")
+    fix_first = whatif.fix_first(head, budget, split.head_parts) if split.served else ()
+    notes = [
+        *_input_notes(base, head),
+        *_holm_notes(rows, changes, series, budget.regression),
+        *_pairing_notes(pairs, split.method, p),
+    ]
     return Comparison(
         name=head.run.scenario,
         percentile=p,
         base=_side(base, budget) if base is not None else None,
         head=_side(head, budget),
         slo=slo_rows,
-        slices=slice_rows,
-        headline=headline,
-        rebudget=proposal,
-        feasibility=tuple(feas),
+        slices=tuple(r for r in rows if r.kind == "slice"),
+        headline=_headline(slo_rows, split, p),
+        rebudget=_proposal(head, budget, split, slo_rows, fix_first),
+        feasibility=_feasibility(head, budget, slo_rows),
         not_comparable=tuple(_not_comparable(base, head)) if base is not None else (),
         paired=pairs is not None,
         notes=tuple(notes),
         tpot_from=head.tpot_from,
-        attribution=method,
+        attribution=split.method,
         fix_first=fix_first,
     )
 
 
-def _row(
-    kind: str,
-    name: str,
-    target: float | None,
-    b: FloatArray | None,
-    h: FloatArray | None,
+@dataclass(frozen=True)
+class _Series:
+    """One row before its statistics: an SLO metric or a slice, each side's values."""
+
+    kind: str  # "slo" | "slice"
+    name: str
+    base: FloatArray | None
+    head: FloatArray | None
+    target_ms: float | None  # the SLO target, or the slice's budget
+    floor_ms: float  # the smallest change in ms that counts (`regression.min_ms`, or none)
+    pairs: tuple[np.ndarray, np.ndarray] | None  # the paired requests, where rows stay aligned
+
+    @property
+    def tested(self) -> bool:
+        return self.base is not None and self.head is not None
+
+
+@dataclass(frozen=True)
+class _Split:
+    """How the total's percentile splits into the slices, on each side, and how its change does."""
+
+    head_parts: dict[str, FloatArray]  # per request, the slices that add up to the total
+    base_parts: dict[str, FloatArray]
+    served: bool = False  # head has requests and slices that split them: there is a split
+    head_ms: dict[str, float] = field(default_factory=dict)  # each slice's part of head's p
+    base_ms: dict[str, float] = field(default_factory=dict)
+    shares: dict[str, float] = field(default_factory=dict)  # each slice's share of head's tail
+    change_ms: dict[str, float] = field(default_factory=dict)  # each slice's part of the change
+    method: str | None = None  # how the change was split: paired Shapley, or each side's parts
+
+
+def _common_slices(base: Prepared | None, head: Prepared) -> list[str]:
+    """The slices both sides measured (`unattributed` is computed, not measured)."""
+    return [s for s in head.slices if s != UNATTRIBUTED and (base is None or s in base.slices)]
+
+
+def _split(
+    base: Prepared | None,
+    head: Prepared,
+    common: list[str],
+    pairs: tuple[np.ndarray, np.ndarray] | None,
     p: float,
-    change: stats.Change | None,
-    verdict: str | None,
-    headroom: float,
-    share: float | None,
-    tail_change: float | None,
-    part: float | None = None,
-    base_part: float | None = None,
-    confidence: float = 0.95,
+) -> _Split:
+    head_parts = _parts(head, common)
+    base_parts = _parts(base, common) if base is not None else {}
+    # every head request may have failed, or the data may not split the total at all
+    if len(head.metrics["total"]) == 0 or not head_parts:
+        return _Split(head_parts=head_parts, base_parts=base_parts)
+    head_ms = attribution.quantile_contributions(head_parts, slice_sum(head_parts), p)
+    split = _Split(
+        head_parts=head_parts,
+        base_parts=base_parts,
+        served=True,
+        head_ms=head_ms,
+        shares=attribution.tail_shares(head_ms),
+    )
+    if base is None:
+        return split
+    base_ms = attribution.quantile_contributions(base_parts, slice_sum(base_parts), p)
+    n_base, n_head = len(base.metrics["total"]), len(head.metrics["total"])
+    if pairs is not None and len(pairs[0]) == n_base == n_head:
+        ib, ih = pairs
+        shapley = attribution.shapley(
+            {s: x[ib] for s, x in base_parts.items()},
+            {s: x[ih] for s, x in head_parts.items()},
+            p,
+        )
+        change_ms, method = shapley.parts, shapley.method
+    else:  # unpaired, or not every request in both: each side's parts, head minus base
+        change_ms = attribution.quantile_change(base_ms, head_ms)
+        method = "each side's Euler allocation at the quantile (unpaired)"
+    return replace(split, base_ms=base_ms, change_ms=change_ms, method=method)
+
+
+def _series(
+    base: Prepared | None,
+    head: Prepared,
+    split: _Split,
+    pairs: tuple[np.ndarray, np.ndarray] | None,
+    budget: Budget,
+) -> list[_Series]:
+    """The rows to compute, in order: the SLO metrics both sides have, then the slices."""
+    targets = budget.slo.targets()
+    min_ms = budget.regression.min_ms
+    slo = [
+        _Series(
+            kind="slo",
+            name=m,
+            base=_values(base, m),
+            head=_values(head, m),
+            target_ms=targets.get(m),
+            floor_ms=0.0 if m in PER_TOKEN else min_ms,
+            pairs=pairs if m in PAIRABLE else None,
+        )
+        for m in _metric_names(head, base)
+    ]
+    slices = [
+        _Series(
+            kind="slice",
+            name=s,
+            base=split.base_parts.get(s),
+            head=values,
+            target_ms=budget.slice_budget(s),
+            floor_ms=min_ms,
+            pairs=pairs,
+        )
+        for s, values in split.head_parts.items()
+    ]
+    return slo + slices
+
+
+def _changes(series: list[_Series], budget: Budget) -> list[stats.Change | None]:
+    """The change of each row that has values on both sides; None for the others."""
+    p, regression = budget.percentile, budget.regression
+    tested = sum(1 for s in series if s.tested)
+    return [
+        stats.compare_percentile(
+            s.base,
+            s.head,
+            p,
+            regression.confidence,
+            family_size=tested,
+            pairs=s.pairs,
+            also=_others(p),
+            min_change=regression.min_change,
+            min_ms=s.floor_ms,
+        )
+        if s.base is not None and s.head is not None
+        else None
+        for s in series
+    ]
+
+
+def decide_rows(
+    changes: Sequence[stats.Change | None], *, floors_ms: Sequence[float], regression: Regression
+) -> list[str | None]:
+    """The verdict of each row with a change (`stats.decide`, Holm over those rows), None for a
+    row without one. `floors_ms`: each row's smallest change in ms that counts."""
+    tested = [i for i, c in enumerate(changes) if c is not None]
+    decided = stats.decide(
+        [c for c in changes if c is not None],
+        min_change=regression.min_change,
+        min_ms=[floors_ms[i] for i in tested],
+        confidence=regression.confidence,
+    )
+    verdicts: list[str | None] = [None] * len(changes)
+    for i, verdict in zip(tested, decided, strict=True):
+        verdicts[i] = verdict
+    return verdicts
+
+
+def _row(
+    s: _Series, *, change: stats.Change | None, verdict: str | None, split: _Split, budget: Budget
 ) -> Row:
-    head_ms = change.head if change else _at(h, p)
-    base_ms = change.base if change else _at(b, p)
-    qs = _others(p)
-    if change is not None and len(change.others) == len(qs):  # from the same selection
-        pairs: list[tuple[float | None, float | None]] = list(change.others)
-    else:
-        pairs = list(zip(_many(b, qs), _many(h, qs), strict=True))
-    others = {f"p{_p(q)}": pair for q, pair in zip(qs, pairs, strict=True)}
+    p = budget.percentile
+    head_ms = change.head if change else _at(s.head, p)
+    part = split.head_ms.get(s.name) if s.kind == "slice" else None
     held = part if part is not None else head_ms  # a slice's budget holds its part of the total
-    headroom_pct, status, budget_use, over = against_target(kind, target, held, headroom)
-    notes = [change.note] if change and change.note else []
+    standing = against_target(s.kind, s.target_ms, held, budget.headroom)
     return Row(
-        name=name,
-        kind=kind,
-        target_ms=target,
-        base_ms=base_ms,
+        name=s.name,
+        kind=s.kind,
+        target_ms=s.target_ms,
+        base_ms=change.base if change else _at(s.base, p),
         head_ms=head_ms,
         delta_ms=change.delta if change else None,
         delta_pct=change.delta_pct if change else None,
@@ -325,31 +337,153 @@ def _row(
         mde_pct=change.mde_pct if change else None,
         needed=change.needed if change else None,
         paired=change.paired if change else False,
-        notes=tuple(notes),
-        percentiles=others,
-        headroom_pct=headroom_pct,
-        status=status,
-        budget_use_pct=budget_use,
-        over_budget=over,
-        tail_share_pct=share,
-        tail_change_ms=tail_change,
+        notes=(change.note,) if change and change.note else (),
+        percentiles=_percentiles(s, change, p),
+        headroom_pct=standing.headroom_pct,
+        status=standing.status,
+        budget_use_pct=standing.budget_use_pct,
+        over_budget=standing.over_budget,
+        tail_share_pct=split.shares.get(s.name) if s.kind == "slice" else None,
+        tail_change_ms=split.change_ms.get(s.name) if s.kind == "slice" else None,
         part_ms=part,
-        base_part_ms=base_part,
-        head_ci_ms=stats.interval(h, p, confidence) if h is not None and h.size else None,
+        base_part_ms=split.base_ms.get(s.name) if s.kind == "slice" else None,
+        head_ci_ms=(
+            stats.interval(s.head, p, budget.regression.confidence)
+            if s.head is not None and s.head.size
+            else None
+        ),
     )
+
+
+def _percentiles(
+    s: _Series, change: stats.Change | None, p: float
+) -> dict[str, tuple[float | None, float | None]]:
+    """(base, head) at the percentiles shown beside the budget's, keyed `p50`, `p99`, ..."""
+    qs = _others(p)
+    if change is not None and len(change.others) == len(qs):  # from the same selection
+        pairs: list[tuple[float | None, float | None]] = list(change.others)
+    else:
+        pairs = list(zip(_many(s.base, qs), _many(s.head, qs), strict=True))
+    return {f"p{q:g}": pair for q, pair in zip(qs, pairs, strict=True)}
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where a row's head value stands against its target: the headroom and status of an SLO
+    row, or the budget use of a slice row (all None without a target or a value)."""
+
+    headroom_pct: float | None = None
+    status: str | None = None  # ok | low_headroom | breach
+    budget_use_pct: float | None = None
+    over_budget: bool | None = None
 
 
 def against_target(
     kind: str, target: float | None, head_ms: float | None, headroom: float
-) -> tuple[float | None, str | None, float | None, bool | None]:
-    """(headroom %, status) of an SLO row, or (budget use %, over budget) of a slice row."""
+) -> Standing:
+    """The headroom % and status of an SLO row, or the budget use % of a slice row."""
     if target is None or head_ms is None:
-        return None, None, None, None
+        return Standing()
     if kind == "slice":
-        return None, None, 100.0 * head_ms / target, head_ms > target
+        return Standing(budget_use_pct=100.0 * head_ms / target, over_budget=head_ms > target)
     room = 100.0 * (target - head_ms) / target
     status = "breach" if head_ms > target else "low_headroom" if room < 100 * headroom else "ok"
-    return room, status, None, None
+    return Standing(headroom_pct=room, status=status)
+
+
+def _headline(slo_rows: tuple[Row, ...], split: _Split, p: float) -> str | None:
+    """The one line on top: the change of the total's percentile and the slices it came from."""
+    total = next((r for r in slo_rows if r.name == "total"), None)
+    if total is None or total.delta_ms is None or not split.change_ms:
+        return None
+    return attribution.headline(
+        p, total.delta_ms, split.change_ms, change=total.change, ci_ms=total.ci_ms
+    )
+
+
+def _proposal(
+    head: Prepared,
+    budget: Budget,
+    split: _Split,
+    slo_rows: tuple[Row, ...],
+    fix_first: tuple[whatif.FixFirst, ...],
+) -> rebudget.Proposal | None:
+    """A new split of the budget from head's parts of its total, when the budget has slices."""
+    if not budget.slices or not split.served:
+        return None
+    return rebudget.propose(
+        budget,
+        split.head_ms,
+        total_ms=stats.percentile(head.metrics["total"], budget.percentile),
+        ttft_ms=_head_value(slo_rows, "ttft"),
+        fix_first=fix_first,
+    )
+
+
+def _feasibility(head: Prepared, budget: Budget, slo_rows: tuple[Row, ...]) -> tuple[str, ...]:
+    """Can the SLO be met at all, by head's TTFT, answer length and TPOT?"""
+    tokens = head.run.output_tokens
+    tpot = head.metrics.get("tpot", ())
+    return tuple(
+        rebudget.feasibility(
+            budget,
+            ttft_p_ms=_head_value(slo_rows, "ttft"),
+            output_tokens_p50=float(np.median(tokens[np.isfinite(tokens)]))
+            if tokens is not None and np.isfinite(tokens).any()
+            else None,
+            tpot_measured_ms=float(np.median(head.metrics["tpot"])) if len(tpot) > 0 else None,
+        )
+    )
+
+
+def _input_notes(base: Prepared | None, head: Prepared) -> list[str]:
+    """What preparing each side said, once each, and the slices only one side has."""
+    notes = list(head.notes)
+    if base is None:
+        return notes
+    notes += [n for n in base.notes if n not in notes]
+    only = {
+        side: [s for s in a.slices if s != UNATTRIBUTED and s not in b.slices]
+        for side, a, b in (("base", base, head), ("head", head, base))
+    }
+    if only["base"] or only["head"]:
+        notes.append(
+            "base and head have different slices ("
+            + "; ".join(f"only in {k}: {', '.join(v)}" for k, v in only.items() if v)
+            + f"): their time is counted as {UNATTRIBUTED!r}"
+        )
+    return notes
+
+
+def _holm_notes(
+    rows: list[Row],
+    changes: list[stats.Change | None],
+    series: list[_Series],
+    regression: Regression,
+) -> list[str]:
+    """Rows whose own interval excludes 0 but that Holm's correction does not count."""
+    tested = sum(1 for c in changes if c is not None)
+    notes = []
+    for r, c, s in zip(rows, changes, series, strict=True):
+        big = c is not None and stats.large_enough(c, regression.min_change, s.floor_ms)
+        if r.change == "none" and big and r.ci_ms and (r.ci_ms[0] > 0 or r.ci_ms[1] < 0):
+            notes.append(
+                f"{r.label}: its interval excludes 0, but not once all {tested} rows are "
+                "tested together (Holm): counted as no significant change"
+            )
+    return notes
+
+
+def _pairing_notes(
+    pairs: tuple[np.ndarray, np.ndarray] | None, method: str | None, p: float
+) -> list[str]:
+    """How the requests were paired, and how the change of the total was split."""
+    notes = []
+    if pairs is not None:
+        notes.append(f"paired by request id: {len(pairs[0])} requests ran in both")
+    if method is not None:
+        notes.append(f"the change of the p{p:g} end to end is split into the slices by {method}")
+    return notes
 
 
 def _others(p: float) -> list[float]:
@@ -365,10 +499,6 @@ def _many(x: FloatArray | None, qs: list[float]) -> list[float | None]:
 
 def _at(x: FloatArray | None, q: float) -> float | None:
     return stats.percentile(x, q) if x is not None and len(x) > 0 else None
-
-
-def _p(q: float) -> str:
-    return f"{q:g}"
 
 
 def _values(prep: Prepared | None, metric: str) -> FloatArray | None:
@@ -459,7 +589,8 @@ def _not_comparable(base: Prepared, head: Prepared) -> list[str]:
         mb, mh = _finite_mean(xb), _finite_mean(xh)
         if mb and mh and abs(mh - mb) / mb > 0.10 and _clearly_apart(xb, xh):
             reasons.append(
-                f"mean {label} differs: base {mb:.0f} tokens, head {mh:.0f} ({(mh / mb - 1):+.0%})"
+                f"mean {label} differs: base {mb:.0f} tokens, head {mh:.0f} "
+                f"({pct(100 * (mh / mb - 1), digits=0, signed=True)})"
             )
     return reasons
 

@@ -24,6 +24,35 @@ class InputError(BudgetdiffError):
     """A results file that cannot be read or does not make sense."""
 
 
+class ReadError(InputError):
+    """A reader refuses a results file: the message names the format and the file, and where
+    it knows them the line or the field, and says how to fix it."""
+
+    def __init__(
+        self, message: str, *, file: str, line: int | None = None, field: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.file = file
+        self.line = line
+        self.field = field
+
+    @classmethod
+    def at(cls, fmt: str, file: str, message: str) -> ReadError:
+        """The one-line error of a reader: `<format>: <file>: <what, where, how to fix>`."""
+        return cls(f"{fmt}: {file}: {message}", file=file)
+
+
+class ReaderBug(Exception):
+    """An exception a reader did not expect: a bug in budgetdiff, not bad input. Not a
+    BudgetdiffError: it ends as `BUG_EXIT_CODE` with `bug_message`, never as exit 2."""
+
+    def __init__(self, file: str, format: str, original: BaseException) -> None:
+        super().__init__(f"{type(original).__name__} in the {format} reader reading {file}")
+        self.file = file
+        self.format = format
+        self.original = original
+
+
 class BudgetError(BudgetdiffError):
     """An invalid budget file."""
 
@@ -37,7 +66,16 @@ class PublishError(BudgetdiffError):
 
 
 def bug_message(exc: BaseException) -> str:
-    """One line for an unexpected exception: what it is, where it was raised, where to report."""
+    """One line for an unexpected exception: what it is, where it was raised, where to report.
+    A reader's bug names the file and the format, and the frame in the reader that raised it."""
+    if isinstance(exc, ReaderBug):
+        return _bug_line(
+            exc.original, f"the {exc.format} reader failed on {exc.file}, not your input"
+        )
+    return _bug_line(exc, "not in your input")
+
+
+def _bug_line(exc: BaseException, whose: str) -> str:
     frames = traceback.extract_tb(exc.__traceback__)
     ours = [f for f in frames if "budgetdiff" in f.filename.replace("\\", "/").split("/")[:-1]]
     where = ours[-1] if ours else (frames[-1] if frames else None)
@@ -47,6 +85,6 @@ def bug_message(exc: BaseException) -> str:
         name = "/".join(parts[parts.index("budgetdiff") :]) if "budgetdiff" in parts else parts[-1]
         at = f" at {name}:{where.lineno}"
     return (
-        f"a bug in budgetdiff, not in your input ({type(exc).__name__}{at}: {exc}); please "
+        f"a bug in budgetdiff, {whose} ({type(exc).__name__}{at}: {exc}); please "
         f"report it with this line and the command at {BUG_REPORT_URL}"
     )

@@ -36,13 +36,87 @@ class Prepared:
     duration_s: float | None = None  # benchmark time: the input's, or first start to last end
     notes: tuple[str, ...] = field(default_factory=tuple)
     held_to: tuple[str, ...] = ()  # the SLO targets `good` holds each request to
-    tpot_from: str | None = None  # what TPOT divides: "decode", or "total - TTFT" without one
+    tpot_from: str | None = None  # what TPOT is taken from: "tool", "decode", "total - TTFT"
     kept: np.ndarray | None = None  # the run's index of each request in `slices` / `metrics`
 
 
 def prepare(run: Run, budget: Budget) -> Prepared:
     """Check the run has the budget's slices, derive the rest, keep the succeeded requests."""
-    ok = run.succeeded  # every request may have failed: that is a finding, not bad input
+    wanted = _wanted_slices(run, budget)
+    kept = _Kept.of(run)
+    slices = {s: kept.pick(run.slices[s]) for s in wanted if s in run.slices}
+    if run.total is None and not slices:
+        raise InputError(
+            f"{run.source}: no end-to-end time: neither a total nor any slice (it has: "
+            f"{', '.join(run.available()) or 'nothing budgetdiff reads'}); add a total_ms column "
+            "or slice columns, or pick the tool's --format"
+        )
+    notes: list[str] = []
+    total, ttft = _total_and_ttft(run, budget, kept, slices)
+    rest = _unattributed(run, budget, total, slices)
+    if rest is not None:
+        slices[UNATTRIBUTED] = rest
+        if UNATTRIBUTED not in budget.slices:
+            notes.append(
+                "total over, slices under: the slices explain less than the measured total, "
+                f"the rest is shown as {UNATTRIBUTED!r} (a slice is missing from the budget)"
+            )
+    _check_finite(run, kept, [*slices.items(), ("total", total), ("ttft", ttft)])
+    metrics: dict[str, FloatArray] = {"total": total}
+    if ttft is not None:
+        metrics["ttft"] = ttft
+    tpot_from = _tpot_source(run, slices, ttft) if run.output_tokens is not None else None
+    if tpot_from is not None:
+        metrics["tpot"], note = _tpot_row(run, kept, slices, total, ttft)
+        notes += [note] if note else []
+    if run.itl is not None:
+        metrics["itl"], metrics["max_stall"] = _itl_rows(run, kept)
+    notes += _run_notes(run, kept.order is None and run.start_time is not None)
+    good, held_to, why = _good(run, budget, kept.index, metrics, slices)
+    if good is not None and kept.order is not None:
+        good = good[kept.order]  # arrival order: attainment's interval reads its autocorrelation
+    if why:
+        notes.append(why)
+    return Prepared(
+        duration_s=_duration(run, kept, total),
+        run=run,
+        slices=slices,
+        metrics=metrics,
+        request_id=kept.pick(run.request_id) if run.request_id is not None else None,
+        requests=run.n,
+        failed=int(run.n - run.succeeded.sum()),
+        good=good,
+        notes=tuple(notes),
+        held_to=held_to,
+        tpot_from=tpot_from,
+        kept=kept.index,
+    )
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """The succeeded requests of a run, in arrival order."""
+
+    index: np.ndarray  # the run's index of each kept request
+    order: np.ndarray | None = None  # the run's requests in arrival order; None: as they are
+    everything: bool = False  # every request, already in order: `pick` gives arrays as they are
+
+    @classmethod
+    def of(cls, run: Run) -> _Kept:
+        ok = run.succeeded  # every request may have failed: that is a finding, not bad input
+        order = _arrival_order(run)
+        keep = ok if order is None else ok[order]
+        index = np.arange(run.n) if order is None else order
+        everything = order is None and bool(keep.all())
+        return cls(index=index[keep], order=order, everything=everything)
+
+    def pick(self, values: _A) -> _A:
+        """The kept requests in arrival order (the array itself when that is all of them)."""
+        return values if self.everything else cast(_A, values[self.index])
+
+
+def _wanted_slices(run: Run, budget: Budget) -> list[str]:
+    """The budget's slices (the data's own without any); a per-request run must have them."""
     # `unattributed` is computed, never read: a budget may name it (rebudget --write adds it)
     wanted = [s for s in budget.slices if s != UNATTRIBUTED] or list(run.slices)
     missing = [s for s in wanted if s not in run.slices]
@@ -52,122 +126,101 @@ def prepare(run: Run, budget: Budget) -> Prepared:
             f"{', '.join(run.available()) or 'no slices'}. Rename the slice in the budget, map "
             f"it with `{missing[0]}: {{budget: ..., column: NAME}}`, or pick another --format"
         )
+    return wanted
 
-    order = _arrival_order(run)
-    keep = ok if order is None else ok[order]
-    index = np.arange(run.n) if order is None else order
-    kept = index[keep]
-    everything = order is None and bool(keep.all())
 
-    def pick(values: _A) -> _A:
-        """The kept requests in arrival order (the array itself when that is all of them)."""
-        return values if everything else cast(_A, values[kept])
-
-    slices = {s: pick(run.slices[s]) for s in wanted if s in run.slices}
-    if run.total is None and not slices:
-        raise InputError(
-            f"{run.source}: no end-to-end time: neither a total nor any slice (it has: "
-            f"{', '.join(run.available()) or 'nothing budgetdiff reads'}); add a total_ms column "
-            "or slice columns, or pick the tool's --format"
-        )
-    notes: list[str] = []
-    summed = slice_sum(slices, len(kept))
-    total = pick(run.total) if run.total is not None else summed
+def _total_and_ttft(
+    run: Run, budget: Budget, kept: _Kept, slices: dict[str, FloatArray]
+) -> tuple[FloatArray, FloatArray | None]:
+    """Each request's total and TTFT: as measured, else the sum of the slices they span."""
+    total = kept.pick(run.total) if run.total is not None else slice_sum(slices, len(kept.index))
+    if run.ttft is not None:
+        return total, kept.pick(run.ttft)
     ttft_slices = [
         s for s in (budget.ttft_slices if budget.slices else _ttft_slices(slices)) if s in slices
     ]
-    if run.ttft is not None:
-        ttft = pick(run.ttft)
-    elif ttft_slices:
-        ttft = slice_sum({s: slices[s] for s in ttft_slices}, len(kept))
-    else:
-        ttft = None
+    if not ttft_slices:
+        return total, None
+    return total, slice_sum({s: slices[s] for s in ttft_slices}, len(kept.index))
 
-    if slices and (run.total is not None or UNATTRIBUTED in budget.slices):
-        rest = total - summed  # all zero without a measured total: the slices are all of it
-        if UNATTRIBUTED in budget.slices:
-            slices[UNATTRIBUTED] = np.clip(rest, 0.0, None)
-        elif len(rest) and float(np.max(rest)) > material(total):
-            slices[UNATTRIBUTED] = np.clip(rest, 0.0, None)
-            notes.append(
-                "total over, slices under: the slices explain less than the measured total, "
-                f"the rest is shown as {UNATTRIBUTED!r} (a slice is missing from the budget)"
-            )
 
-    for name, values in [*slices.items(), ("total", total), ("ttft", ttft)]:
+def _unattributed(
+    run: Run, budget: Budget, total: FloatArray, slices: dict[str, FloatArray]
+) -> FloatArray | None:
+    """`total - sum(slices)` (not below 0) when the budget names `unattributed`, or when the
+    measured total is more than rounding over the slices; None otherwise."""
+    if not slices or (run.total is None and UNATTRIBUTED not in budget.slices):
+        return None
+    rest = total - slice_sum(slices, len(total))  # all zero without a measured total
+    if UNATTRIBUTED in budget.slices or (len(rest) and float(np.max(rest)) > material(total)):
+        return np.clip(rest, 0.0, None)
+    return None
+
+
+def _check_finite(run: Run, kept: _Kept, named: list[tuple[str, FloatArray | None]]) -> None:
+    """A succeeded request needs a number for every time it has."""
+    for name, values in named:
         if values is not None and len(values) and not np.isfinite(values).all():
             row = int(np.flatnonzero(~np.isfinite(values))[0])
             raise InputError(
                 f"{run.source}: {name} is missing, not a number or too large for a request that "
                 "succeeded "
-                f"(request #{int(kept[row]) + 1}); mark failed requests in the `error` column"
+                f"(request #{int(kept.index[row]) + 1}); mark failed requests in the `error` column"
             )
 
-    metrics: dict[str, FloatArray] = {"total": total}
-    if ttft is not None:
-        metrics["ttft"] = ttft
-    tpot_from = None
-    if run.output_tokens is not None and (
-        ttft is not None or "decode" in slices or run.tpot is not None
-    ):
-        tpot_from = (
-            "tool" if run.tpot is not None else "decode" if "decode" in slices else "total - TTFT"
+
+def _tpot_row(
+    run: Run,
+    kept: _Kept,
+    slices: dict[str, FloatArray],
+    total: FloatArray,
+    ttft: FloatArray | None,
+) -> tuple[FloatArray, str | None]:
+    """The TPOT row's values (requests with more than one output token), and a note when some
+    requests have no token count."""
+    assert run.output_tokens is not None
+    tokens = kept.pick(run.output_tokens)
+    unknown = int(np.isnan(tokens).sum())
+    note = None
+    if 0 < unknown < len(tokens):
+        note = (
+            f"{run.source}: {unknown} succeeded request(s) have no output token count; "
+            "TPOT leaves them out"
         )
-        tokens = pick(run.output_tokens)
-        unknown = int(np.isnan(tokens).sum())
-        if 0 < unknown < len(tokens):
-            notes.append(
-                f"{run.source}: {unknown} succeeded request(s) have no output token count; "
-                "TPOT leaves them out"
-            )
-        # a tool's own per-request TPOT (inference-perf) wins: the numbers then match its summary
-        tpot = _tpot(tokens, slices, total, ttft) if run.tpot is None else pick(run.tpot)
-        metrics["tpot"] = tpot[np.isfinite(tpot) & (tokens > 1)]
-    if run.itl is not None:
-        itl = run.itl
-        lengths = np.diff(itl.offsets)
-        mine = None if ok.all() else np.repeat(ok, lengths)  # gaps of succeeded requests
-        gaps = itl.values if mine is None else itl.values[mine]
-        bad = ~np.isfinite(gaps) | (gaps < 0)
-        if bad.any():
-            owner = np.repeat(np.arange(run.n), lengths)
-            owner = owner if mine is None else owner[mine]
-            raise InputError(
-                f"{run.source}: request #{int(owner[np.flatnonzero(bad)[0]]) + 1} has an "
-                "inter-token gap that is negative or not a number; token times must only grow "
-                "(mark failed requests in the error column)"
-            )
-        metrics["itl"] = gaps
-        stall = pick(itl.per_request_max())
-        metrics["max_stall"] = stall[np.isfinite(stall)]
+    tpot = _tpot(run, kept, tokens, slices, total, ttft)
+    return tpot[np.isfinite(tpot) & (tokens > 1)], note
 
-    notes += _run_notes(run, order is None and run.start_time is not None)
-    rid = pick(run.request_id) if run.request_id is not None else None
-    good, held_to, why = _good(run, budget, kept, metrics, slices)
-    if good is not None and order is not None:
-        good = good[order]  # arrival order: attainment's interval reads its autocorrelation
-    if why:
-        notes.append(why)
-    duration = run.duration_s
-    if duration is None and run.start_time is not None and len(total):
-        start = pick(run.start_time)
-        ends = start + total / 1000.0
-        if np.isfinite(start).all():
-            duration = float(np.max(ends) - np.min(start)) or None
-    return Prepared(
-        duration_s=duration,
-        run=run,
-        slices=slices,
-        metrics=metrics,
-        request_id=rid,
-        requests=run.n,
-        failed=int(run.n - ok.sum()),
-        good=good,
-        notes=tuple(notes),
-        held_to=held_to,
-        tpot_from=tpot_from,
-        kept=kept,
-    )
+
+def _itl_rows(run: Run, kept: _Kept) -> tuple[FloatArray, FloatArray]:
+    """Every gap between tokens of the succeeded requests (pooled), and each one's longest."""
+    itl = run.itl
+    assert itl is not None
+    ok = run.succeeded
+    lengths = np.diff(itl.offsets)
+    mine = None if ok.all() else np.repeat(ok, lengths)  # gaps of succeeded requests
+    gaps = itl.values if mine is None else itl.values[mine]
+    bad = ~np.isfinite(gaps) | (gaps < 0)
+    if bad.any():
+        owner = np.repeat(np.arange(run.n), lengths)
+        owner = owner if mine is None else owner[mine]
+        raise InputError(
+            f"{run.source}: request #{int(owner[np.flatnonzero(bad)[0]]) + 1} has an "
+            "inter-token gap that is negative or not a number; token times must only grow "
+            "(mark failed requests in the error column)"
+        )
+    stall = kept.pick(itl.per_request_max())
+    return gaps, stall[np.isfinite(stall)]
+
+
+def _duration(run: Run, kept: _Kept, total: FloatArray) -> float | None:
+    """Benchmark time: the input's, or from the first start to the last end."""
+    if run.duration_s is not None or run.start_time is None or not len(total):
+        return run.duration_s
+    start = kept.pick(run.start_time)
+    ends = start + total / 1000.0
+    if not np.isfinite(start).all():
+        return None
+    return float(np.max(ends) - np.min(start)) or None
 
 
 def _ttft_slices(slices: dict[str, FloatArray]) -> list[str]:
@@ -190,17 +243,36 @@ def material(total: FloatArray) -> float:
     )
 
 
+def _tpot_source(run: Run, slices: dict[str, FloatArray], ttft: FloatArray | None) -> str | None:
+    """What TPOT is taken from, the one place that chooses: the tool's own per-request TPOT
+    (inference-perf: the numbers then match its summary), else `decode` where the data has that
+    slice (so `app` and `unattributed` time is not counted as decoding), else `total - TTFT`
+    (vLLM's definition); None when there is nothing to take it from."""
+    if run.tpot is not None:
+        return "tool"
+    if "decode" in slices:
+        return "decode"
+    return "total - TTFT" if ttft is not None else None
+
+
 def _tpot(
-    tokens: FloatArray, slices: dict[str, FloatArray], total: FloatArray, ttft: FloatArray | None
+    run: Run,
+    kept: _Kept,
+    tokens: FloatArray,
+    slices: dict[str, FloatArray],
+    total: FloatArray,
+    ttft: FloatArray | None,
 ) -> FloatArray:
-    """Time per output token after the first, per request: decode / (tokens - 1) where the data
-    has a decode slice (so `app` and `unattributed` time is not counted as decoding), else
-    (total - TTFT) / (tokens - 1), vLLM's definition. NaN where tokens <= 1 or unknown."""
-    decoding = (
-        slices["decode"] if "decode" in slices else total - ttft if ttft is not None else None
-    )
-    if decoding is None:
+    """Time per output token after the first, per kept request, from `_tpot_source`: computed
+    ones are the decoding time / (tokens - 1), NaN where tokens <= 1 or unknown; all NaN when
+    there is no source."""
+    source = _tpot_source(run, slices, ttft)
+    if source == "tool":
+        assert run.tpot is not None
+        return kept.pick(run.tpot)
+    if source is None:
         return np.full(len(tokens), np.nan)
+    decoding = slices["decode"] if source == "decode" else total - cast(FloatArray, ttft)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(tokens > 1, decoding / (tokens - 1), np.nan)
 
@@ -306,11 +378,7 @@ def _per_request_metric(
         return metrics.get(name)
     if name == "tpot" and run.output_tokens is not None:
         tokens = run.output_tokens[kept]
-        tpot = (
-            _tpot(tokens, slices, metrics["total"], metrics.get("ttft"))
-            if run.tpot is None
-            else run.tpot[kept]
-        )
+        tpot = _tpot(run, _Kept(kept), tokens, slices, metrics["total"], metrics.get("ttft"))
         # one token has no gap to miss a per-token target with; an unknown count stays NaN
         return np.where(tokens == 1, 0.0, tpot)
     if name == "itl" and run.itl is not None:

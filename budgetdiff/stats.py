@@ -277,14 +277,16 @@ def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()
     # Degrees of freedom of se: the sparsity estimate's and the autocorrelation factor's when
     # one is applied (the squared coefficients of variation of a product add up).
     df = 1.0 / (1.0 / (SPARSITY_DF_PER_RANK * max(ur - lr, 1)) + 1.0 / auto.df)
+    tied, tick = _tied(x, float(part[lr]), float(part[ur]), ur - lr + 1)
     return _Side(
-        value,
-        se * math.sqrt(auto.factor),
-        indicator,
-        auto.factor,
-        df,
-        *_tied(x, float(part[lr]), float(part[ur]), ur - lr + 1),
-        others,
+        value=value,
+        se=se * math.sqrt(auto.factor),
+        indicator=indicator,
+        inflation=auto.factor,
+        df=df,
+        tied=tied,
+        tick=tick,
+        others=others,
     )
 
 
@@ -346,6 +348,19 @@ def _above_base_z(b: _Side, h: _Side, head: FloatArray, p: float) -> float:
     return (math.asin(math.sqrt(above / nh)) - math.asin(math.sqrt(1.0 - q))) / math.sqrt(var)
 
 
+def two_proportion_p(
+    *, above_base: float, n_base: float, above_head: float, n_head: float
+) -> float | None:
+    """Two-sided p-value of the pooled two-proportion z-test: is the share of head requests
+    above a bound different from base's? None when the pooled share is 0 or 1 (no variance)."""
+    pooled = (above_base + above_head) / (n_base + n_head)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / n_base + 1 / n_head))
+    if se == 0:
+        return None
+    z = (above_head / n_head - above_base / n_base) / se
+    return 2 * (1 - _STD_NORMAL.cdf(abs(z)))
+
+
 def _paired_rho(b: _Side, h: _Side, pairs: tuple[IntArray, IntArray]) -> float:
     """Correlation of the two percentile estimates from the paired requests, clipped to [0, 1).
 
@@ -403,31 +418,101 @@ def compare_percentile(
     paired = pairs is not None
     need = needed_for_interval(p, confidence)
     if base.size == 0 or head.size == 0:
-        nan = math.nan
-        return Change(nan, nan, nan, None, None, None, None, need, paired, "no requests")
+        return _no_requests(needed=need, paired=paired)
     if min(base.size, head.size) < need:
-        (vb, *ob), (vh, *oh) = percentiles(base, [p, *also]), percentiles(head, [p, *also])
-        delta = vh - vb
-        note: str | None = (
-            f"too few requests for an interval at p{p:g}: "
-            f"{base.size} base, {head.size} head, {need} needed per side"
-        )
-        return Change(
-            vb,
-            vh,
-            delta,
-            _pct(delta, vb),
-            None,
-            None,
-            None,
-            need,
-            paired,
-            note,
-            tuple(zip(ob, oh, strict=True)),
-        )
+        return _too_few(base, head, p, also=also, needed=need, paired=paired)
 
     sb = _side(base, p, confidence, also)
     sh = _side(head, p, confidence, also)
+    test = _test(sb, sh, base, head, p, confidence=confidence, pairs=pairs)
+    mde = _mde_pct(sb, sh, test.se, test.df, 1.0 - confidence, family_size, min_change, min_ms)
+    return Change(
+        base=sb.value,
+        head=sh.value,
+        delta=test.delta,
+        delta_pct=_pct(test.delta, sb.value),
+        ci=test.ci,
+        p_value=test.p_value,
+        mde_pct=mde,
+        needed=None,
+        paired=paired,
+        note=test.note,
+        others=tuple(zip(sb.others, sh.others, strict=True)),
+    )
+
+
+def _no_requests(*, needed: int, paired: bool) -> Change:
+    """No values on a side: nothing to compare."""
+    nan = math.nan
+    return Change(
+        base=nan,
+        head=nan,
+        delta=nan,
+        delta_pct=None,
+        ci=None,
+        p_value=None,
+        mde_pct=None,
+        needed=needed,
+        paired=paired,
+        note="no requests",
+    )
+
+
+def _too_few(
+    base: FloatArray,
+    head: FloatArray,
+    p: float,
+    *,
+    also: Sequence[float],
+    needed: int,
+    paired: bool,
+) -> Change:
+    """The percentiles of both sides, without an interval: fewer requests than `needed`."""
+    (vb, *ob), (vh, *oh) = percentiles(base, [p, *also]), percentiles(head, [p, *also])
+    note = (
+        f"too few requests for an interval at p{p:g}: "
+        f"{base.size} base, {head.size} head, {needed} needed per side"
+    )
+    delta = vh - vb
+    return Change(
+        base=vb,
+        head=vh,
+        delta=delta,
+        delta_pct=_pct(delta, vb),
+        ci=None,
+        p_value=None,
+        mde_pct=None,
+        needed=needed,
+        paired=paired,
+        note=note,
+        others=tuple(zip(ob, oh, strict=True)),
+    )
+
+
+@dataclass(frozen=True)
+class _Test:
+    """The test of one change: its interval, p-value and the standard error behind them."""
+
+    delta: float
+    se: float
+    df: float
+    ci: tuple[float, float]
+    p_value: float
+    note: str | None
+
+
+def _test(
+    sb: _Side,
+    sh: _Side,
+    base: FloatArray,
+    head: FloatArray,
+    p: float,
+    *,
+    confidence: float,
+    pairs: tuple[IntArray, IntArray] | None,
+) -> _Test:
+    """Interval and p-value of head's percentile minus base's: by the standard errors of the
+    two sides (less their correlation when paired), by exceedance when values repeat."""
     delta = sh.value - sb.value
     var = sb.se**2 + sh.se**2
     if pairs is not None:
@@ -449,32 +534,28 @@ def compare_percentile(
             se = max(se, abs(delta) / tc, max(sb.tick, sh.tick) / tc)
         note = "values repeat around the percentile (quantised): tested by exceedance"
     elif se > 0.0:
-        p_value = t_two_sided_p(delta / se, df)
-        if sb.inflation > 1.0 or sh.inflation > 1.0:
-            # A burst of slow requests can make a run's whole tail one event: se says so, and
-            # the interval is wide. Whether the tail moved is also asked of every head request
-            # (the quantile test); the smaller p-value, doubled (Bonferroni), keeps the level.
-            z = _above_base_z(sb, sh, head, p)
-            p_tail = t_two_sided_p(z, df) if z * delta > 0.0 else 1.0
-            p_value = min(1.0, 2.0 * min(p_value, p_tail))
+        p_value = _p_value(sb, sh, head, p, delta=delta, se=se, df=df)
     else:  # every value in both bands tied: the distribution-free intervals are single points
         p_value = 1.0 if delta == 0.0 else 0.0
         note = "tied values around the percentile: interval of zero width"
     ci = (delta - tc * se, delta + tc * se)
-    mde = _mde_pct(sb, sh, se, df, 1.0 - confidence, family_size, min_change, min_ms)
-    return Change(
-        base=sb.value,
-        head=sh.value,
-        delta=delta,
-        delta_pct=_pct(delta, sb.value),
-        ci=ci,
-        p_value=p_value,
-        mde_pct=mde,
-        needed=None,
-        paired=paired,
-        note=note,
-        others=tuple(zip(sb.others, sh.others, strict=True)),
-    )
+    return _Test(delta=delta, se=se, df=df, ci=ci, p_value=p_value, note=note)
+
+
+def _p_value(
+    sb: _Side, sh: _Side, head: FloatArray, p: float, *, delta: float, se: float, df: float
+) -> float:
+    """Two-sided p-value of the change from its standard error; with autocorrelation also the
+    quantile test's, the smaller doubled."""
+    p_value = t_two_sided_p(delta / se, df)
+    if sb.inflation > 1.0 or sh.inflation > 1.0:
+        # A burst of slow requests can make a run's whole tail one event: se says so, and
+        # the interval is wide. Whether the tail moved is also asked of every head request
+        # (the quantile test); the smaller p-value, doubled (Bonferroni), keeps the level.
+        z = _above_base_z(sb, sh, head, p)
+        p_tail = t_two_sided_p(z, df) if z * delta > 0.0 else 1.0
+        p_value = min(1.0, 2.0 * min(p_value, p_tail))
+    return p_value
 
 
 def _mde_pct(

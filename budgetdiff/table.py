@@ -6,13 +6,14 @@ Every reader (`budgetdiff.formats.*`) returns `Run` objects; everything downstre
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from budgetdiff.errors import InputError
+from budgetdiff.errors import ReadError
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -59,6 +60,34 @@ class Histogram:
 
     bounds: FloatArray
     counts: FloatArray
+
+
+def histogram_quantile(h: Histogram, p: float) -> tuple[float, float, float]:
+    """(estimate, bucket_low, bucket_high) of percentile `p` (0 < p <= 100), ms.
+
+    Like Prometheus' histogram_quantile: linear interpolation inside the bucket the rank falls
+    in, 0 as the lower edge of the first bucket; a rank in the +Inf bucket gives the highest
+    finite bound (with bucket_high = inf). An empty histogram gives NaNs.
+    """
+    if not 0 < p <= 100:
+        raise ValueError(f"percentile {p} is not in (0, 100]")
+    cumulative = np.cumsum(h.counts)
+    total = float(cumulative[-1]) if len(cumulative) else 0.0
+    if total <= 0:
+        return (math.nan, math.nan, math.nan)
+    rank = p / 100.0 * total
+    b = int(np.searchsorted(cumulative, rank, side="left"))
+    b = min(b, len(cumulative) - 1)
+    high = float(h.bounds[b])
+    low = float(h.bounds[b - 1]) if b > 0 else min(0.0, high)
+    if math.isinf(high):
+        finite = float(h.bounds[b - 1]) if b > 0 else math.nan
+        return (finite, finite, math.inf)
+    before = float(cumulative[b - 1]) if b > 0 else 0.0
+    in_bucket = float(h.counts[b])
+    if in_bucket <= 0:
+        return (high, low, high)
+    return (low + (high - low) * (rank - before) / in_bucket, low, high)
 
 
 @dataclass(frozen=True)
@@ -118,65 +147,78 @@ def repeated_ids(ids: npt.NDArray[Any]) -> int:
     return int(np.count_nonzero(ordered[1:] == ordered[:-1]))
 
 
+_LATENCY = "more than a day in ms; check the unit (a slice's `unit: s|ms|us`) or the file"
+_COUNT = "not a count (0 to 10^12)"
+
+
 def check_bounds(run: Run) -> None:
     """Refuse a run holding a value no benchmark produces (see MAX_MS, MAX_COUNT): one
-    InputError naming the file, the field and the request, never a silently absurd report."""
+    ReadError naming the file, the field and the request, never a silently absurd report."""
+    _check_per_request(run)
+    if run.duration_s is not None and (run.duration_s < 0 or run.duration_s > MAX_SECONDS):
+        raise _refused(run, "the duration", None, run.duration_s, "not a benchmark's duration (s)")
+    if run.summary_count is not None and not 0 <= run.summary_count <= MAX_COUNT:
+        raise _refused(run, "the request count", None, run.summary_count, _COUNT)
+    for key in _META_COUNTS:
+        value = run.meta.get(key)
+        if isinstance(value, int | float) and not 0 <= value <= MAX_COUNT:
+            raise _refused(run, f"the {key} count", None, value, _COUNT)
+    for name, by_pct in run.summary.items():
+        for pct, value in by_pct.items():
+            if np.isfinite(value) and abs(value) > MAX_MS:
+                raise _refused(run, f"{name} at p{pct:g}", None, value, _LATENCY)
+    for name, hist in run.histograms.items():
+        counts = hist.counts
+        if len(counts) and not (np.isfinite(counts) & (counts >= 0) & (counts <= MAX_COUNT)).all():
+            value = float(counts[~(np.isfinite(counts) & (counts >= 0) & (counts <= MAX_COUNT))][0])
+            raise _refused(run, f"the {name} histogram's count", None, value, _COUNT)
+
+
+def _refused(run: Run, field: str, row: int | None, value: float, what: str) -> ReadError:
+    where = f" of request #{row + 1}" if row is not None else ""
+    return ReadError(f"{run.source}: {field}{where} is {value:g}, {what}", file=run.source)
+
+
+def _check_per_request(run: Run) -> None:
+    """The per-request columns: latencies and gaps of succeeded requests, token counts, starts."""
     ok = run.succeeded
-
-    def refuse(field: str, row: int | None, value: float, what: str) -> InputError:
-        where = f" of request #{row + 1}" if row is not None else ""
-        return InputError(f"{run.source}: {field}{where} is {value:g}, {what}")
-
-    latency = "more than a day in ms; check the unit (a slice's `unit: s|ms|us`) or the file"
     for name, values in [*run.slices.items(), ("ttft", run.ttft), ("total", run.total)]:
         if values is not None and len(values):
             bad = ok & np.isfinite(values) & (np.abs(values) > MAX_MS)
             if bad.any():
                 row = int(np.flatnonzero(bad)[0])
-                raise refuse(name, row, float(values[row]), latency)
-    itl = run.itl
-    # the search below only when a gap is out of bounds or NaN: two reductions find that out
-    # without a temporary the size of the pool (64 MB at 100,000 requests of 64 gaps)
-    if (
-        itl is not None
-        and len(itl.values)
-        and not (float(itl.values.min()) >= -MAX_MS and float(itl.values.max()) <= MAX_MS)
-    ):
-        gaps = itl.values
-        mine = np.repeat(ok, np.diff(itl.offsets))  # the gaps of succeeded requests
-        bad = mine & np.isfinite(gaps) & (np.abs(gaps) > MAX_MS)
-        if bad.any():
-            at = int(np.flatnonzero(bad)[0])
-            row = int(np.searchsorted(itl.offsets, at, side="right")) - 1
-            raise refuse("an inter-token gap", row, float(gaps[at]), latency)
+                raise _refused(run, name, row, float(values[row]), _LATENCY)
+    _check_gaps(run, ok)
     for name, values in (("input_tokens", run.input_tokens), ("output_tokens", run.output_tokens)):
         if values is not None and len(values):
             with np.errstate(invalid="ignore"):
                 bad = ok & (np.isinf(values) | (values < 0) | (values > MAX_COUNT))
             if bad.any():
                 row = int(np.flatnonzero(bad)[0])
-                raise refuse(
-                    name, row, float(values[row]), "not a token count (0 to 10^12, or empty)"
-                )
+                what = "not a token count (0 to 10^12, or empty)"
+                raise _refused(run, name, row, float(values[row]), what)
     if run.start_time is not None and len(run.start_time):
         bad = np.isfinite(run.start_time) & (np.abs(run.start_time) > MAX_SECONDS)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise refuse("start_time", row, float(run.start_time[row]), "not a time in seconds")
-    if run.duration_s is not None and (run.duration_s < 0 or run.duration_s > MAX_SECONDS):
-        raise refuse("the duration", None, run.duration_s, "not a benchmark's duration (s)")
-    if run.summary_count is not None and not 0 <= run.summary_count <= MAX_COUNT:
-        raise refuse("the request count", None, run.summary_count, "not a count (0 to 10^12)")
-    for key in _META_COUNTS:
-        value = run.meta.get(key)
-        if isinstance(value, int | float) and not 0 <= value <= MAX_COUNT:
-            raise refuse(f"the {key} count", None, value, "not a count (0 to 10^12)")
-    for name, by_pct in run.summary.items():
-        for pct, value in by_pct.items():
-            if np.isfinite(value) and abs(value) > MAX_MS:
-                raise refuse(f"{name} at p{pct:g}", None, value, latency)
-    for name, hist in run.histograms.items():
-        counts = hist.counts
-        if len(counts) and not (np.isfinite(counts) & (counts >= 0) & (counts <= MAX_COUNT)).all():
-            value = float(counts[~(np.isfinite(counts) & (counts >= 0) & (counts <= MAX_COUNT))][0])
-            raise refuse(f"the {name} histogram's count", None, value, "not a count (0 to 10^12)")
+            value = float(run.start_time[row])
+            raise _refused(run, "start_time", row, value, "not a time in seconds")
+
+
+def _check_gaps(run: Run, ok: BoolArray) -> None:
+    itl = run.itl
+    # the search below only when a gap is out of bounds or NaN: two reductions find that out
+    # without a temporary the size of the pool (64 MB at 100,000 requests of 64 gaps)
+    if (
+        itl is None
+        or not len(itl.values)
+        or (float(itl.values.min()) >= -MAX_MS and float(itl.values.max()) <= MAX_MS)
+    ):
+        return
+    gaps = itl.values
+    mine = np.repeat(ok, np.diff(itl.offsets))  # the gaps of succeeded requests
+    bad = mine & np.isfinite(gaps) & (np.abs(gaps) > MAX_MS)
+    if bad.any():
+        at = int(np.flatnonzero(bad)[0])
+        row = int(np.searchsorted(itl.offsets, at, side="right")) - 1
+        raise _refused(run, "an inter-token gap", row, float(gaps[at]), _LATENCY)

@@ -13,7 +13,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from budgetdiff.errors import InputError
-from budgetdiff.formats import ReadOptions, genai_perf, inference_perf, native, otlp, prometheus
+from budgetdiff.formats import (
+    ReadOptions,
+    genai_perf,
+    inference_perf,
+    native,
+    native_load,
+    otlp,
+    prometheus,
+)
 from budgetdiff.formats.combine import combine
 from budgetdiff.table import Run
 
@@ -221,10 +229,10 @@ def test_error_and_request_id_objects_in_json() -> None:
 
 def test_parquet_row_and_size_caps(monkeypatch: pytest.MonkeyPatch) -> None:
     data = _parquet(pa.table({"total_ms": np.ones(100)}))
-    monkeypatch.setattr(native, "MAX_PARQUET_ROWS", 99)
+    monkeypatch.setattr(native_load, "MAX_PARQUET_ROWS", 99)
     _native_error(data, "t.parquet", "100 rows, more than budgetdiff reads")
-    monkeypatch.setattr(native, "MAX_PARQUET_ROWS", 100)
-    monkeypatch.setattr(native, "MAX_PARQUET_BYTES", 10)
+    monkeypatch.setattr(native_load, "MAX_PARQUET_ROWS", 100)
+    monkeypatch.setattr(native_load, "MAX_PARQUET_BYTES", 10)
     _native_error(data, "t.parquet", "GiB uncompressed, more than budgetdiff reads")
 
 
@@ -407,21 +415,22 @@ def test_genai_perf_huge_stamp_is_checked_before_subtracting() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "depth"),
+    "text",
     [
-        (b'{"a": 1, "itl_ms": [1, 2]}\n{"a": "[[[[[[", "b": "]]]]"}\n', 2),
-        (b'{"a": "x\\"[[[[[[[[", "b": "\\\\", "c": [[1]]}\n', 3),  # escaped quote, backslash
-        (b'{"x":' + b"[\n" * 100 + b"]\n" * 100 + b"}\n", 101),  # one value over many lines
-        (b'{"x":' + b'["]",' * 100 + b"]" * 100 + b"}\n", 101),  # closers hidden in strings
-        (b'{"a": "' + b"]" * 100 + b'"}\n{"x":' + b"[" * 100 + b"]" * 100 + b"}\n", 101),
-        (b"]" * 100 + b"\n" + b"[" * 100 + b"\n", 100),  # closers first do not hide depth
+        b'{"total_ms": 1, "x": "x\\"[[[[", "y":' + b"[" * DEEP + b"]" * DEEP + b"}\n",
+        b'{"total_ms": 1, "x":' + b'["]",' * DEEP + b"]" * DEEP + b"}\n",  # closers in strings
+        b'{"a": "' + b"]" * DEEP + b'"}\n{"total_ms": 1, "x":' + b"[" * DEEP + b"]" * DEEP + b"}\n",
+        b'{"total_ms": 1}\n' + b"]" * DEEP + b"\n" + b"[" * DEEP + b"\n",  # closers first
+        b'{"total_ms": 1, "x":' + b"[\n" * DEEP + b"]\n" * DEEP + b"}\n",  # over many lines
+        b'{"a": "abc\n{"x":' + b"[" * DEEP + b"]" * DEEP + b"}\n",  # a string never closed
     ],
 )
-def test_jsonl_nesting_bound_sees_through_strings(text: bytes, depth: int) -> None:
-    # the gate before pyarrow's JSON parser, which crashes on deep nesting
-    assert native._nesting(text) == depth
+def test_jsonl_nested_deeper_than_strings_show_is_one_error_not_a_crash(text: bytes) -> None:
+    # pyarrow's JSON parser, which crashes the process on deep nesting, never sees these
+    with pytest.raises(InputError, match=r"^native: t.jsonl: "):
+        _native(text, "t.jsonl")
 
 
-def test_jsonl_nesting_bound_of_an_unclosed_string_is_the_whole_text() -> None:
-    text = b'{"a": "abc\n{"x":' + b"[" * 100 + b"]" * 100 + b"}\n"
-    assert native._nesting(text) > native._FLAT_DEPTH
+def test_jsonl_brackets_inside_strings_are_no_nesting() -> None:
+    text = b'{"total_ms": 1, "note": "[[[[[["}\n{"total_ms": 2, "note": "x\\"]]]]\\\\"}\n'
+    np.testing.assert_array_equal(_native(text, "t.jsonl").total, [1.0, 2.0])  # type: ignore[arg-type]

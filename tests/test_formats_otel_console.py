@@ -42,7 +42,7 @@ def test_detected_by_content_and_claims_no_other_sample(samples: Path) -> None:
         mine = path.name == "console_spans.txt"
         assert otel_console.sniff(head, "x") == mine, path
         if mine:
-            assert detect.detect(path.read_bytes(), "x", ReadOptions()) is otel_console
+            assert detect.detect(path.read_bytes(), "x", ReadOptions()).module is otel_console
 
 
 def test_thirty_requests_say_what_they_can(

@@ -11,7 +11,7 @@ import pytest
 from budgetdiff.errors import InputError
 from budgetdiff.formats import ReadOptions, aiperf, inference_perf, otlp, prometheus
 from budgetdiff.formats.combine import combine
-from budgetdiff.table import Histogram, Itl, Run
+from budgetdiff.table import Histogram, Itl, Run, histogram_quantile
 from tests.conftest import SAMPLES, sample_files, sample_path
 
 GEN = SAMPLES / "generated"
@@ -213,13 +213,13 @@ def test_prometheus_scrape_difference_matches_server(side: str) -> None:
     assert run.summary_count == after[0].summary_count - before[0].summary_count  # type: ignore[operator]
     assert run.n == 0 and run.summary_count and run.summary_count <= len(rows)
     decode = np.array([r["decode_ms"] for r in rows])
-    est, low, high = prometheus.histogram_quantile(run.histograms["decode"], 50)
+    est, low, high = histogram_quantile(run.histograms["decode"], 50)
     assert low < np.median(decode) <= high
     assert low <= est <= high
     # the mean from _sum/_count is exact, unlike the buckets
     mean = float(run.meta["sum:decode"]) / float(run.meta["count:decode"])
     assert mean == pytest.approx(decode.mean(), rel=0.03)
-    _, q_low, q_high = prometheus.histogram_quantile(run.histograms["queue"], 50)
+    _, q_low, q_high = histogram_quantile(run.histograms["queue"], 50)
     assert (q_low, q_high) == (0.0, 300.0)  # vLLM's buckets are far too coarse for queue
 
 
@@ -259,15 +259,15 @@ def test_prometheus_labels_escaping_and_sum_over_label_sets() -> None:
 
 def test_histogram_quantile_like_prometheus() -> None:
     h = Histogram(bounds=np.array([100.0, 200.0, 400.0, np.inf]), counts=np.array([10.0, 10, 0, 0]))
-    assert prometheus.histogram_quantile(h, 50) == (100.0, 0.0, 100.0)
-    assert prometheus.histogram_quantile(h, 75) == (150.0, 100.0, 200.0)
-    assert prometheus.histogram_quantile(h, 25) == (50.0, 0.0, 100.0)
+    assert histogram_quantile(h, 50) == (100.0, 0.0, 100.0)
+    assert histogram_quantile(h, 75) == (150.0, 100.0, 200.0)
+    assert histogram_quantile(h, 25) == (50.0, 0.0, 100.0)
     tail = Histogram(bounds=np.array([100.0, np.inf]), counts=np.array([1.0, 3]))
-    assert prometheus.histogram_quantile(tail, 95) == (100.0, 100.0, np.inf)
+    assert histogram_quantile(tail, 95) == (100.0, 100.0, np.inf)
     empty = Histogram(bounds=np.array([1.0, np.inf]), counts=np.zeros(2))
-    assert all(np.isnan(prometheus.histogram_quantile(empty, 50)))
+    assert all(np.isnan(histogram_quantile(empty, 50)))
     with pytest.raises(ValueError):
-        prometheus.histogram_quantile(h, 0)
+        histogram_quantile(h, 0)
 
 
 @pytest.mark.parametrize(

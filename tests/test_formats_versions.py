@@ -31,7 +31,7 @@ PCTS = (50.0, 90.0, 95.0, 99.0)
 
 def _only(module: object, path: Path) -> Run:
     data = path.read_bytes()
-    assert detect.detect(data, path.name, OPTS) is module, path
+    assert detect.detect(data, path.name, OPTS).module is module, path
     (one,) = detect.read(data, path.name, "auto", OPTS)
     return one
 

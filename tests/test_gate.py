@@ -12,7 +12,11 @@ import numpy as np
 import pytest
 
 from budgetdiff import action
+from budgetdiff.aggregate import compare_aggregate
+from budgetdiff.budget import parse_budget
 from budgetdiff.errors import UsageError
+from budgetdiff.render.cells import change as change_cell
+from budgetdiff.table import Histogram, Run
 from tests.conftest import DEMO
 from tests.helpers import BUDGET, compare_json, run, slices, write_table
 
@@ -385,3 +389,35 @@ def test_comment_takes_true_false_or_on_findings(capsys: pytest.CaptureFixture[s
         run(["compare", "--head", "h.csv", "--comment", "sometimes"], capsys)
     assert e.value.code == 2
     assert "'sometimes': write true, false or on-findings" in capsys.readouterr().err
+
+
+# ---- histograms: a change the buckets cannot tell is said to be that --------------------------
+
+BOUNDS = np.array([10.0, 20.0, 50.0, 100.0, np.inf])
+
+
+def scrape(name: str, counts: list[float]) -> Run:
+    """A scrape of one TTFT histogram (buckets up to 10, 20, 50, 100 ms and +Inf)."""
+    return Run(source=name, n=0, histograms={"ttft": Histogram(BOUNDS, np.array(counts))})
+
+
+@pytest.mark.parametrize(
+    ("base", "head", "coarse", "cell"),
+    [
+        # p95 of both in (20, 50] ms: the buckets cannot tell a change
+        ([0, 40, 920, 40, 0], [0, 60, 900, 40, 0], True, "inconclusive (buckets too coarse)"),
+        # p95 in the first bucket (0, 10] ms on both: not placed at all
+        ([990, 10, 0, 0, 0], [980, 20, 0, 0, 0], True, "inconclusive (buckets too coarse)"),
+        # head's p95 in a higher bucket: tested on the bucket counts
+        ([0, 50, 900, 50, 0], [0, 0, 500, 500, 0], False, "regression"),
+    ],
+    ids=["same-bucket", "first-bucket", "across-buckets"],
+)
+def test_a_change_inside_one_bucket_is_inconclusive_because_the_buckets_are_too_coarse(
+    base: list[float], head: list[float], coarse: bool, cell: str
+) -> None:
+    budget = parse_budget("version: 1\nslo: {ttft: 100}\n", "b.yml")
+    c = compare_aggregate(scrape("base.prom", base), scrape("head.prom", head), budget)
+    (row,) = c.slo
+    assert row.coarse_buckets is coarse
+    assert change_cell(row).endswith(cell)

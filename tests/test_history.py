@@ -178,7 +178,7 @@ def test_missing_history_file_is_one_line_exit_2(
     assert code == 2 and err.count("\n") == 1 and "nope.jsonl" in err
 
 
-def test_sparkline() -> None:
+def test_a_sparkline_spans_the_bars_low_to_high_and_a_flat_one_sits_in_the_middle() -> None:
     assert history.sparkline([1, 2, 3, 4, 5, 6, 7, 8]) == "▁▂▃▄▅▆▇█"
     assert history.sparkline([3, 3]) == "▄▄"
 

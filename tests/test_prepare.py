@@ -84,3 +84,44 @@ def test_dropped_client_requests_are_said() -> None:
 def test_malformed_tables_are_input_errors(content: bytes) -> None:
     with pytest.raises(InputError, match=r"native: t\.x: "):
         detect.read(content, "t.x", "native", ReadOptions())
+
+
+def tpot_run(*, tool: bool = False, decode: bool = True) -> Run:
+    """Two requests of 150 ms end to end, 50 ms TTFT and 11 output tokens; decode 80 ms of
+    it (the rest is app time), and the tool's own TPOT 7 ms where `tool`."""
+    n = 2
+    return Run(
+        source="r.json",
+        n=n,
+        slices={"decode": np.full(n, 80.0)} if decode else {"queue": np.full(n, 50.0)},
+        total=np.full(n, 150.0),
+        ttft=np.full(n, 50.0),
+        output_tokens=np.full(n, 11.0),
+        tpot=np.full(n, 7.0) if tool else None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("tool", "decode", "source", "tpot_ms", "met"),
+    [
+        (True, True, "tool", 7.0, True),  # the tool's own wins: its summary then matches
+        (False, True, "decode", 8.0, True),  # decode / (tokens - 1): app time is not decoding
+        (False, False, "total - TTFT", 10.0, False),  # (150 - 50) / 10, vLLM's definition
+    ],
+    ids=["tool", "decode", "total-minus-ttft"],
+)
+def test_tpot_is_the_tools_else_decode_else_total_minus_ttft_in_the_row_and_in_attainment(
+    tool: bool, decode: bool, source: str, tpot_ms: float, met: bool
+) -> None:
+    budget = parse_budget("version: 1\nslo: {tpot: 9}\n", "b.yml")
+    prep = prepare(tpot_run(tool=tool, decode=decode), budget)
+    assert prep.tpot_from == source
+    assert list(prep.metrics["tpot"]) == [tpot_ms, tpot_ms]
+    # attainment holds each request to the TPOT the row shows
+    assert prep.held_to == ("tpot",) and prep.good is not None and list(prep.good) == [met, met]
+
+
+def test_no_tpot_without_output_token_counts() -> None:
+    run = Run(source="r.json", n=2, total=np.full(2, 150.0), ttft=np.full(2, 50.0))
+    prep = prepare(run, parse_budget("version: 1\n", "b.yml"))
+    assert prep.tpot_from is None and "tpot" not in prep.metrics

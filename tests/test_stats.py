@@ -18,6 +18,7 @@ from budgetdiff.stats import (
     holm,
     needed_for_interval,
     percentile,
+    two_proportion_p,
 )
 
 
@@ -227,3 +228,21 @@ def test_other_percentiles_come_from_the_same_selection_exactly() -> None:
         c = compare_percentile(x, y, 95, 0.95, also=[50.0, 90.0, 99.0])
         expect = [(float(np.percentile(x, q)), float(np.percentile(y, q))) for q in (50, 90, 99)]
         assert list(c.others) == expect
+
+
+@pytest.mark.parametrize(
+    ("above_base", "n_base", "above_head", "n_head"),
+    [(50, 1000, 80, 1000), (5, 96, 12, 96), (30, 200, 10, 300), (7, 50, 7, 50)],
+)
+def test_two_proportion_p_is_pearsons_chi_square_without_correction(
+    above_base: int, n_base: int, above_head: int, n_head: int
+) -> None:
+    table = [[above_base, n_base - above_base], [above_head, n_head - above_head]]
+    expected = sps.chi2_contingency(table, correction=False).pvalue
+    p = two_proportion_p(above_base=above_base, n_base=n_base, above_head=above_head, n_head=n_head)
+    assert p is not None and p == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def test_two_proportion_p_of_a_share_of_0_or_1_on_both_sides_is_none() -> None:
+    assert two_proportion_p(above_base=0, n_base=100, above_head=0, n_head=80) is None
+    assert two_proportion_p(above_base=100, n_base=100, above_head=80, n_head=80) is None

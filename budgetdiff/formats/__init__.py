@@ -1,22 +1,12 @@
 """Readers: every supported file format mapped onto `budgetdiff.table.Run`.
 
-Each format is a module here with `NAME`, `sniff(head: bytes, name: str) -> bool` (content
-detection from the first bytes; the file name is only a hint) and
-`read(data: bytes, source: str, options: ReadOptions) -> list[Run]` (one Run per scenario).
+`registry` lists the readers (a module each, most specific first), `detect.read` reads one
+file with the reader `--format` names or the content shows, `combine` makes one side of several
+files. `ReadOptions` is what the budget tells a reader.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from budgetdiff.formats.options import ReadOptions
 
-
-@dataclass(frozen=True)
-class ReadOptions:
-    """What the budget tells a reader: which slices it wants and where the native columns are."""
-
-    slices: tuple[str, ...] = ()
-    # slice name -> (column name, unit or None for "from the suffix")
-    columns: dict[str, tuple[str, str | None]] = field(default_factory=dict)
-    # the budget's percentile: a reader holding only a sample of the requests (GuideLLM) uses
-    # the file's own percentiles when the sample is too small for this one
-    percentile: float = 95.0
+__all__ = ["ReadOptions"]

@@ -1,6 +1,6 @@
 """Validation shared by the client-side benchmark readers: parse untrusted JSON, check each field.
 
-Every check raises one `InputError` that names the format, the file and the key, and says how
+Every check raises one `ReadError` that names the format, the file and the key, and says how
 to fix it; nothing here lets a KeyError, TypeError or ValueError escape to the user.
 """
 
@@ -16,19 +16,10 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from budgetdiff.errors import InputError
+from budgetdiff.errors import ReadError
 from budgetdiff.table import FloatArray, Itl
+from budgetdiff.units import SPELLED_UNIT_TO_MS
 
-# Milliseconds per unit, for the unit strings AIPerf and genai-perf write next to a value.
-_MS_PER_UNIT = {
-    "ns": 1e-6,
-    "us": 1e-3,
-    "ms": 1.0,
-    "s": 1000.0,
-    "sec": 1000.0,
-    "secs": 1000.0,
-    "seconds": 1000.0,
-}
 _PERCENTILE_KEY = re.compile(r"p(\d{1,2}(?:\.\d+)?)")
 
 
@@ -40,11 +31,13 @@ class Ctx:
     source: str
     hint: str
 
-    def error(self, where: str, problem: str) -> InputError:
+    def error(self, where: str, problem: str) -> ReadError:
         where_part = f"{where} " if where else ""
-        return InputError(
+        return ReadError(
             f"{self.fmt}: {self.source}: {where_part}{problem}; is this {self.hint}? "
-            "(use --format to pick another)"
+            "(use --format to pick another)",
+            file=self.source,
+            field=where or None,
         )
 
 
@@ -111,20 +104,79 @@ def literal(value: Any) -> Any:
     return value
 
 
-def load_json(data: bytes, ctx: Ctx) -> Any:
-    """The whole file as one JSON value (`Infinity`/`NaN` literals allowed, as Python writes)."""
-    fast = _fast(data)
-    if fast is not None:
-        return fast
-    text = _text(data, ctx)
+class JsonProblem(Exception):
+    """Why a text is no JSON value, for the reader to word: `kind` is "syntax" (the parser's
+    `line`, `column` and `message`; `truncated` when the text ends inside a value), "digits" (an
+    integer past Python's digit limit; `message`), "deep" (nested past the recursion limit) or
+    "utf8" (bytes that are not UTF-8: byte `position`, on `line`)."""
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        line: int = 0,
+        column: int = 0,
+        position: int = 0,
+        message: str = "",
+        truncated: bool = False,
+    ) -> None:
+        super().__init__(kind, message)
+        self.kind = kind
+        self.line = line
+        self.column = column
+        self.position = position
+        self.message = message
+        self.truncated = truncated
+
+
+def parse_json(data: bytes | str) -> Any:
+    """The one JSON parse of the readers: one value (`Infinity`/`NaN` literals allowed, as
+    Python writes); a `JsonProblem` when the text is not one JSON value. Bytes (UTF-8, a
+    byte-order mark dropped) go through orjson where it can; text goes to the stdlib, which
+    keeps an integer past 2**64 an int (orjson makes it a float): the native table reader
+    relies on that for ids."""
+    if isinstance(data, bytes):
+        fast = _fast(data)
+        if fast is not None:
+            return fast
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            raise JsonProblem("utf8", position=exc.start, line=line) from None
+    else:
+        text = data
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ctx.error("", _json_problem(exc)) from None
+        truncated = exc.pos >= len(exc.doc.rstrip())
+        raise JsonProblem(
+            "syntax", line=exc.lineno, column=exc.colno, message=exc.msg, truncated=truncated
+        ) from None
     except ValueError as exc:  # an integer literal longer than Python's digit limit
-        raise ctx.error("", f"holds a number JSON cannot hold ({exc})") from None
+        raise JsonProblem("digits", message=str(exc)) from None
     except RecursionError:
-        raise ctx.error("", "is nested too deeply to be a results file") from None
+        raise JsonProblem("deep") from None
+
+
+def load_json(data: bytes, ctx: Ctx) -> Any:
+    """The whole file as one JSON value (`Infinity`/`NaN` literals allowed, as Python writes)."""
+    try:
+        return parse_json(data)
+    except JsonProblem as problem:
+        raise ctx.error("", _worded(problem)) from None
+
+
+def _worded(problem: JsonProblem) -> str:
+    if problem.kind == "utf8":
+        return f"is not UTF-8 text (byte {problem.position})"
+    if problem.kind == "digits":
+        return f"holds a number JSON cannot hold ({problem.message})"
+    if problem.kind == "deep":
+        return "is nested too deeply to be a results file"
+    if problem.truncated:
+        return "ends in the middle of a JSON value (truncated file?)"
+    return f"is not valid JSON at line {problem.line} column {problem.column} ({problem.message})"
 
 
 def iter_json_values(data: bytes, ctx: Ctx) -> Iterator[tuple[int, Any]]:
@@ -267,11 +319,9 @@ def optional_number(value: Any, where: str, ctx: Ctx, *, latency: bool = False) 
 def numbers(value: Any, where: str, ctx: Ctx, *, latency: bool = False) -> FloatArray:
     """A JSON list of numbers as float64; `latency=True` also demands finite and >= 0."""
     items = arr(value, where, ctx)
-    # Fast path: numpy infers a numeric dtype only when every item is a number (a string, null,
-    # list or an int beyond int64 gives another dtype). A JSON true inside numbers reads as 1.
-    inferred = np.asarray(items) if items else np.zeros(0)
-    if inferred.ndim == 1 and inferred.dtype.kind in "fiu":
-        out = inferred.astype(np.float64, copy=False)
+    fast = _all_numbers(items)
+    if fast is not None:
+        out = fast
     else:
         items = [literal(item) for item in items]
         for i, item in enumerate(items):
@@ -290,6 +340,21 @@ def numbers(value: Any, where: str, ctx: Ctx, *, latency: bool = False) -> Float
     return out
 
 
+def _all_numbers(items: list[Any]) -> FloatArray | None:
+    """The fast path: the items as float64 when numpy reads every one as a number (a string,
+    null, list or an int beyond int64 gives another dtype, or numpy refuses a ragged nesting);
+    else None, and the caller names the item that is not a number. A JSON true reads as 1."""
+    if not items:
+        return np.zeros(0)
+    try:
+        inferred = np.asarray(items)
+    except ValueError:  # lists and numbers mixed: "an inhomogeneous shape"
+        return None
+    if inferred.ndim == 1 and inferred.dtype.kind in "fiu":
+        return inferred.astype(np.float64, copy=False)
+    return None
+
+
 def number_lists(
     lists: Sequence[Any], where: Callable[[int], str], ctx: Ctx, *, latency: bool = False
 ) -> Itl:
@@ -300,10 +365,8 @@ def number_lists(
     if all(type(item) is list for item in lists):
         lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
         offsets = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lengths)])
-        flat = list(itertools.chain.from_iterable(lists))
-        inferred = np.asarray(flat) if flat else np.zeros(0)
-        if inferred.ndim == 1 and inferred.dtype.kind in "fiu":
-            values = inferred.astype(np.float64, copy=False)
+        values = _all_numbers(list(itertools.chain.from_iterable(lists)))
+        if values is not None:
             bad = ~(np.isfinite(values) & (values >= 0.0)) if latency else None
             if bad is None or not bad.any():
                 return Itl(values=values, offsets=offsets)
@@ -333,9 +396,10 @@ def pooled(gaps: Sequence[FloatArray]) -> Itl:
 
 def ms_per(unit: Any, where: str, ctx: Ctx) -> float:
     """Milliseconds per one `unit` (as AIPerf / genai-perf spell units)."""
-    if not isinstance(unit, str) or unit.lower() not in _MS_PER_UNIT:
-        raise ctx.error(where, f"has unit {unit!r}; expected one of {', '.join(_MS_PER_UNIT)}")
-    return _MS_PER_UNIT[unit.lower()]
+    if not isinstance(unit, str) or unit.lower() not in SPELLED_UNIT_TO_MS:
+        known = ", ".join(SPELLED_UNIT_TO_MS)
+        raise ctx.error(where, f"has unit {unit!r}; expected one of {known}")
+    return SPELLED_UNIT_TO_MS[unit.lower()]
 
 
 def percentiles(stats: Mapping[str, Any], where: str, ctx: Ctx, scale: float) -> dict[float, float]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -95,19 +96,27 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     return [_records(data, ctx)]
 
 
+@dataclass
+class _Records:
+    """The profiling records' values, one list item per record (ms, or tokens)."""
+
+    ttft: list[float] = field(default_factory=list)
+    total: list[float] = field(default_factory=list)
+    gaps: list[Any] = field(default_factory=list)  # raw JSON lists, converted in one go
+    gap_ms: list[float] = field(default_factory=list)  # ms per unit of each record's gaps
+    lines: list[int] = field(default_factory=list)
+    isl: list[float] = field(default_factory=list)
+    osl: list[float] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    start: list[float] = field(default_factory=list)
+    end: list[float] = field(default_factory=list)
+    ok: list[bool] = field(default_factory=list)
+    has_ttft: bool = False
+    early: bool = False  # the early schema's `ttft` key
+
+
 def _records(data: bytes, ctx: Ctx) -> Run:
-    ttft: list[float] = []
-    total: list[float] = []
-    gaps: list[Any] = []  # raw JSON lists, converted in one go at the end
-    gap_ms: list[float] = []  # ms per unit of each record's gaps
-    lines: list[int] = []
-    isl: list[float] = []
-    osl: list[float] = []
-    ids: list[str] = []
-    start: list[float] = []
-    end: list[float] = []
-    ok: list[bool] = []
-    has_ttft = early = False
+    r = _Records()
     for line, value in iter_json_values(data, ctx):
         where = f"line {line}:"
         record = obj(value, where, ctx)
@@ -117,43 +126,49 @@ def _records(data: bytes, ctx: Ctx) -> Run:
             continue
         metrics = _sub(record, "metrics", f"{where} key 'metrics'", ctx)
         failed = record.get("error") is not None
-        ok.append(not failed)
+        r.ok.append(not failed)
         latency = _metric(metrics, "request_latency", where, ctx, required=not failed)
         ttft_name = "time_to_first_token" if "time_to_first_token" in metrics else "ttft"
-        early = early or ttft_name == "ttft"
+        r.early = r.early or ttft_name == "ttft"
         first = _metric(metrics, ttft_name, where, ctx, required=False)
-        has_ttft = has_ttft or not math.isnan(first)
-        total.append(math.nan if failed else latency)
-        ttft.append(math.nan if failed else first)
+        r.has_ttft = r.has_ttft or not math.isnan(first)
+        r.total.append(math.nan if failed else latency)
+        r.ttft.append(math.nan if failed else first)
         raw_gaps, scale = ([], 1.0) if failed else _gaps(metrics, where, ctx)
-        gaps.append(raw_gaps)
-        gap_ms.append(scale)
-        lines.append(line)
-        isl.append(_metric(metrics, "input_sequence_length", where, ctx, required=False, scale=1))
-        osl.append(_metric(metrics, "output_sequence_length", where, ctx, required=False, scale=1))
+        r.gaps.append(raw_gaps)
+        r.gap_ms.append(scale)
+        r.lines.append(line)
+        r.isl.append(_metric(metrics, "input_sequence_length", where, ctx, required=False, scale=1))
+        r.osl.append(
+            _metric(metrics, "output_sequence_length", where, ctx, required=False, scale=1)
+        )
         request_id = metadata.get("x_request_id")
-        ids.append(request_id if isinstance(request_id, str) else "")
-        start.append(_ns(metadata, "request_start_ns", where, ctx))
-        end.append(_ns(metadata, "request_end_ns", where, ctx))
-    n = len(ok)
-    if n == 0:
+        r.ids.append(request_id if isinstance(request_id, str) else "")
+        r.start.append(_ns(metadata, "request_start_ns", where, ctx))
+        r.end.append(_ns(metadata, "request_end_ns", where, ctx))
+    if not r.ok:
         raise ctx.error("", "holds no profiling records")
-    itl = number_lists(gaps, lambda i: f"line {lines[i]}: {_GAPS_WHERE}", ctx, latency=True)
+    return _records_run(r, ctx)
+
+
+def _records_run(r: _Records, ctx: Ctx) -> Run:
+    """The records as one per-request Run; TTFT in every succeeded record or in none."""
+    lines = r.lines
+    itl = number_lists(r.gaps, lambda i: f"line {lines[i]}: {_GAPS_WHERE}", ctx, latency=True)
     lengths = np.diff(itl.offsets)
     if lengths.any():
-        itl = Itl(values=itl.values * np.repeat(np.array(gap_ms), lengths), offsets=itl.offsets)
-    ok_arr = np.array(ok, dtype=bool)
-    total_arr = np.array(total, dtype=np.float64)
-    ttft_arr = np.array(ttft, dtype=np.float64)
-    if has_ttft:
+        itl = Itl(values=itl.values * np.repeat(np.array(r.gap_ms), lengths), offsets=itl.offsets)
+    ok_arr = np.array(r.ok, dtype=bool)
+    total_arr = np.array(r.total, dtype=np.float64)
+    ttft_arr = np.array(r.ttft, dtype=np.float64)
+    slices: dict[str, FloatArray] = {}
+    if r.has_ttft:
         missing = ok_arr & np.isnan(ttft_arr)
         if missing.any():
             raise ctx.error(
                 f"record {int(np.argmax(missing)) + 1}: key 'metrics.time_to_first_token'",
                 "is missing (other records have it)",
             )
-    slices: dict[str, FloatArray] = {}
-    if has_ttft:
         decode = total_arr - ttft_arr
         bad = ok_arr & (decode < -1e-6)
         if bad.any():
@@ -162,27 +177,27 @@ def _records(data: bytes, ctx: Ctx) -> Run:
                 "is shorter than time_to_first_token",
             )
         slices = {"first_token": ttft_arr, "decode": np.maximum(decode, 0.0)}
-    start_arr = np.array(start, dtype=np.float64)
-    end_arr = np.array(end, dtype=np.float64)
+    start_arr = np.array(r.start, dtype=np.float64)
+    end_arr = np.array(r.end, dtype=np.float64)
     duration = None
     if np.isfinite(start_arr).any() and np.isfinite(end_arr).any():
         duration = float(np.nanmax(end_arr) - np.nanmin(start_arr))
-    isl_arr = np.array(isl, dtype=np.float64)
-    osl_arr = np.array(osl, dtype=np.float64)
+    isl_arr = np.array(r.isl, dtype=np.float64)
+    osl_arr = np.array(r.osl, dtype=np.float64)
     return Run(
         source=ctx.source,
-        n=n,
+        n=len(r.ok),
         slices=slices,
-        ttft=ttft_arr if has_ttft else None,
+        ttft=ttft_arr if r.has_ttft else None,
         total=total_arr,
         ok=ok_arr,
-        request_id=np.array(ids, dtype=np.str_) if any(ids) else None,
+        request_id=np.array(r.ids, dtype=np.str_) if any(r.ids) else None,
         input_tokens=None if np.isnan(isl_arr).all() else isl_arr,
         output_tokens=None if np.isnan(osl_arr).all() else osl_arr,
         itl=itl if lengths.any() else None,
         start_time=None if np.isnan(start_arr).all() else start_arr,
         duration_s=duration,
-        meta={"tool": "aiperf", "schema": EARLY_SCHEMA if early else "current"},
+        meta={"tool": "aiperf", "schema": EARLY_SCHEMA if r.early else "current"},
     )
 
 

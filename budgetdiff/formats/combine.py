@@ -12,12 +12,14 @@ Pure: takes Runs, returns Runs.
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
-from budgetdiff.errors import InputError
-from budgetdiff.table import FloatArray, Histogram, Run
+from budgetdiff.errors import ReadError
+from budgetdiff.table import BoolArray, FloatArray, Histogram, Itl, Run
 
 MIN_MATCH = 0.9
 VLLM_PREFIX = "chatcmpl-"
@@ -31,10 +33,11 @@ def combine(runs: list[list[Run]], sources: list[str]) -> list[Run]:
     if len(runs) == 1:
         for run in runs[0]:
             if run.histograms and run.n == 0 and not run.summary_count:
-                raise InputError(
+                raise ReadError(
                     f"prometheus: {sources[0]}: no request recorded (every histogram is 0); "
                     "scrape /metrics after the benchmark, or pass the scrapes from before and "
-                    "after it together"
+                    "after it together",
+                    file=sources[0],
                 )
         return runs[0]
     flat = [run for file_runs in runs for run in file_runs]
@@ -47,10 +50,11 @@ def combine(runs: list[list[Run]], sources: list[str]) -> list[Run]:
         servers = [r for i in server_files for r in runs[i]]
         server_src = ", ".join(sources[i] for i in server_files)
         return [join(c, servers, client_src, server_src) for c in runs[client_files[0]]]
-    raise InputError(
+    raise ReadError(
         f"{', '.join(sources)}: cannot combine these files into one side; give either several "
         "Prometheus scrapes of one run, or one client-side per-request file plus server span "
-        "files of the same run"
+        "files of the same run",
+        file=", ".join(sources),
     )
 
 
@@ -78,25 +82,28 @@ def diff_scrapes(scrapes: list[Run], sources: list[str]) -> Run:
     for earlier, later in itertools.pairwise(ordered):
         for key, value in later.meta.items():
             if key.startswith("created:") and earlier.meta.get(key, value) != value:
-                raise InputError(
+                raise ReadError(
                     f"prometheus: {names}: counter reset between scrapes ({key[8:]!r} was "
                     f"created anew between {earlier.source} and {later.source}: the server "
-                    "restarted); scrape before and after one run of one server process"
+                    "restarted); scrape before and after one run of one server process",
+                    file=names,
                 )
         for name, h in later.histograms.items():
             before = earlier.histograms.get(name)
             if before is None:
                 continue
             if before.bounds.shape != h.bounds.shape or not np.array_equal(before.bounds, h.bounds):
-                raise InputError(
+                raise ReadError(
                     f"prometheus: {names}: metric {name!r} has different buckets in "
-                    f"{earlier.source} and {later.source}; scrape the same server version"
+                    f"{earlier.source} and {later.source}; scrape the same server version",
+                    file=names,
                 )
             if (np.cumsum(h.counts) < np.cumsum(before.counts) - 1e-9).any():
-                raise InputError(
+                raise ReadError(
                     f"prometheus: {names}: counter reset between scrapes ({name!r} went down "
                     f"from {earlier.source} to {later.source}: the server restarted?); scrape "
-                    "before and after one run of one server process"
+                    "before and after one run of one server process",
+                    file=names,
                 )
     histograms: dict[str, Histogram] = {}
     for name, h in last.histograms.items():
@@ -119,9 +126,10 @@ def diff_scrapes(scrapes: list[Run], sources: list[str]) -> Run:
     if count is None and histograms:
         count = round(max(float(h.counts.sum()) for h in histograms.values()))
     if count == 0:
-        raise InputError(
+        raise ReadError(
             f"prometheus: {names}: no request finished between the scrapes; scrape before and "
-            "after the benchmark, not twice before it"
+            "after the benchmark, not twice before it",
+            file=names,
         )
     return replace(last, histograms=histograms, meta=meta, summary_count=count, source=names)
 
@@ -136,65 +144,34 @@ def _key(request_id: str) -> str:
 def join(client: Run, servers: list[Run], client_src: str, server_src: str) -> Run:
     """The client's requests with the server's slices of the same request."""
     if client.request_id is None:
-        raise InputError(
+        raise ReadError(
             f"{client_src}: the client file has no request ids, so it cannot be joined with "
-            f"{server_src}; send an X-Request-ID per request and keep it in the results"
+            f"{server_src}; send an X-Request-ID per request and keep it in the results",
+            file=client_src,
         )
     client_ttft = client.ttft if client.ttft is not None else client.slices.get("first_token")
     if client_ttft is None:
-        raise InputError(
+        raise ReadError(
             f"{client_src}: no time to first token per request, so the network share cannot "
-            f"be split off the server's TTFT from {server_src}"
+            f"be split off the server's TTFT from {server_src}",
+            file=client_src,
         )
-    index: dict[str, tuple[int, int]] = {}
-    for s, run in enumerate(servers):
-        if run.request_id is None:
-            raise InputError(f"{run.source}: server spans without request ids cannot be joined")
-        for row, rid in enumerate(run.request_id.tolist()):
-            index.setdefault(str(rid), (s, row))
-            index.setdefault(_key(str(rid)), (s, row))
-    n = client.n
-    where = np.full(n, -1, dtype=np.int64)
-    which = np.full(n, -1, dtype=np.int64)
-    for i, rid in enumerate(client.request_id.tolist()):
-        hit = index.get(str(rid)) or index.get(_key(str(rid)))
-        if hit is not None:
-            which[i], where[i] = hit
-    matched = where >= 0
+    match = _match(client.request_id, servers)
     wanted = client.succeeded
     n_wanted = int(wanted.sum())
-    n_matched = int((matched & wanted).sum())
+    n_matched = int((match.matched & wanted).sum())
     if n_wanted == 0 or n_matched < MIN_MATCH * n_wanted:
-        sample = ", ".join(str(r) for r in client.request_id[~matched][:3].tolist())
-        raise InputError(
+        sample = ", ".join(str(r) for r in client.request_id[~match.matched][:3].tolist())
+        raise ReadError(
             f"{client_src} + {server_src}: only {n_matched} of {n_wanted} requests have a "
             f"server span with the same request id (need {MIN_MATCH:.0%}; unmatched e.g. "
             f"{sample}); pass the client and server files of the same run, and send "
-            "X-Request-ID so the server names the request after it"
+            "X-Request-ID so the server names the request after it",
+            file=client_src,
         )
-    keep = matched | ~wanted
-
-    def server_column(name: str) -> FloatArray:
-        out = np.full(n, np.nan)
-        for s, run in enumerate(servers):
-            values = run.slices.get(name)
-            if values is None and name in ("ttft", "total"):
-                values = getattr(run, name)
-            if values is None:
-                continue
-            mine = matched & (which == s)
-            out[mine] = values[where[mine]]
-        return out
-
-    server_ok = np.ones(n, dtype=bool)
-    for s, run in enumerate(servers):
-        mine = matched & (which == s)
-        server_ok[mine] = run.succeeded[where[mine]]
-
-    server_ttft = server_column("ttft")
-    if np.isnan(server_ttft[matched & wanted]).all():
-        pre = [server_column(x) for x in ("queue", "prefill")]
-        server_ttft = pre[0] + pre[1]
+    server_ttft = match.column("ttft")
+    if np.isnan(server_ttft[match.matched & wanted]).all():
+        server_ttft = match.column("queue") + match.column("prefill")
     network = client_ttft - server_ttft
     negative = network < 0
     meta: dict[str, str | float] = dict(client.meta)
@@ -202,53 +179,126 @@ def join(client: Run, servers: list[Run], client_src: str, server_src: str) -> R
         parts = dict.fromkeys(str(r.meta.get(name, "unknown")) for r in (client, *servers))
         meta[name] = " + ".join(parts)
     # always set (0 when none), so the report can say what was dropped or clipped
-    meta.update(
-        {
-            "joined": f"{client_src} + {server_src}",
-            "matched": float(n_matched),
-            "unmatched": float(n_wanted - n_matched),
-            "network_clipped": float(negative.sum()),
-            "network_clipped_max_ms": float(-np.nanmin(network)) if negative.any() else 0.0,
-        }
-    )
-    network = np.where(negative, 0.0, network)
-    slices: dict[str, FloatArray] = {"network": network}
+    meta["joined"] = f"{client_src} + {server_src}"
+    meta["matched"], meta["unmatched"] = float(n_matched), float(n_wanted - n_matched)
+    meta["network_clipped"] = float(negative.sum())
+    meta["network_clipped_max_ms"] = float(-np.nanmin(network)) if negative.any() else 0.0
+    slices: dict[str, FloatArray] = {"network": np.where(negative, 0.0, network)}
     for name in SERVER_SLICES:
-        slices[name] = server_column(name)
+        slices[name] = match.column(name)
     extra = {name for run in servers for name in run.slices} - set(slices) - {"first_token"}
     for name in sorted(extra):
-        slices[name] = server_column(name)
-    ok = client.succeeded & server_ok
+        slices[name] = match.column(name)
+    return _kept(
+        client,
+        keep=match.matched | ~wanted,
+        slices=slices,
+        ttft=client_ttft,
+        ok=client.succeeded & match.server_ok(),
+        meta=meta,
+    )
+
+
+@dataclass(frozen=True)
+class _Match:
+    """Which server span each client request has: run `which[i]`, row `where[i]` (-1: none)."""
+
+    servers: list[Run]
+    which: npt.NDArray[np.int64]
+    where: npt.NDArray[np.int64]
+
+    @property
+    def matched(self) -> BoolArray:
+        return self.where >= 0
+
+    def column(self, name: str) -> FloatArray:
+        """A server slice (or its TTFT / total) for each client request; NaN where unmatched."""
+        out = np.full(len(self.where), np.nan)
+        for s, run in enumerate(self.servers):
+            values = run.slices.get(name)
+            if values is None and name in ("ttft", "total"):
+                values = getattr(run, name)
+            if values is None:
+                continue
+            mine = self.matched & (self.which == s)
+            out[mine] = values[self.where[mine]]
+        return out
+
+    def server_ok(self) -> BoolArray:
+        """Whether the server saw each request succeed (True where unmatched)."""
+        out = np.ones(len(self.where), dtype=bool)
+        for s, run in enumerate(self.servers):
+            mine = self.matched & (self.which == s)
+            out[mine] = run.succeeded[self.where[mine]]
+        return out
+
+
+def _match(client_ids: npt.NDArray[Any], servers: list[Run]) -> _Match:
+    """Each client request's server span, by request id (with or without vLLM's prefix)."""
+    index: dict[str, tuple[int, int]] = {}
+    for s, run in enumerate(servers):
+        if run.request_id is None:
+            raise ReadError(
+                f"{run.source}: server spans without request ids cannot be joined",
+                file=run.source,
+            )
+        for row, rid in enumerate(run.request_id.tolist()):
+            index.setdefault(str(rid), (s, row))
+            index.setdefault(_key(str(rid)), (s, row))
+    where = np.full(len(client_ids), -1, dtype=np.int64)
+    which = np.full(len(client_ids), -1, dtype=np.int64)
+    for i, rid in enumerate(client_ids.tolist()):
+        hit = index.get(str(rid)) or index.get(_key(str(rid)))
+        if hit is not None:
+            which[i], where[i] = hit
+    return _Match(servers=servers, which=which, where=where)
+
+
+def _kept(
+    client: Run,
+    *,
+    keep: BoolArray,
+    slices: dict[str, FloatArray],
+    ttft: FloatArray,
+    ok: BoolArray,
+    meta: dict[str, str | float],
+) -> Run:
+    """The joined run: the client's rows in `keep` (matched, or failed on the client)."""
+    assert client.request_id is not None  # join checked it
 
     def rows(values: FloatArray | None) -> FloatArray | None:
         return None if values is None else values[keep]
 
-    itl = client.itl
-    if itl is not None and not keep.all():
-        lengths = np.diff(itl.offsets)[keep]
-        starts = itl.offsets[:-1][keep]
-        pick = (
-            np.concatenate([np.arange(a, a + m) for a, m in zip(starts, lengths, strict=True)])
-            if len(starts)
-            else np.zeros(0, dtype=np.int64)
-        )
-        itl = replace(
-            itl,
-            values=itl.values[pick.astype(np.int64)],
-            offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-        )
     return replace(
         client,
         n=int(keep.sum()),
         slices={k: v[keep] for k, v in slices.items()},
-        ttft=client_ttft[keep],
+        ttft=ttft[keep],
         total=rows(client.total),
         ok=None if ok[keep].all() else ok[keep],
         request_id=client.request_id[keep],
         input_tokens=rows(client.input_tokens),
         output_tokens=rows(client.output_tokens),
-        itl=itl,
+        itl=_kept_itl(client.itl, keep),
         start_time=rows(client.start_time),
         tpot=rows(client.tpot),
         meta=meta,
+    )
+
+
+def _kept_itl(itl: Itl | None, keep: BoolArray) -> Itl | None:
+    """The gaps of the requests in `keep`."""
+    if itl is None or keep.all():
+        return itl
+    lengths = np.diff(itl.offsets)[keep]
+    starts = itl.offsets[:-1][keep]
+    pick = (
+        np.concatenate([np.arange(a, a + m) for a, m in zip(starts, lengths, strict=True)])
+        if len(starts)
+        else np.zeros(0, dtype=np.int64)
+    )
+    return replace(
+        itl,
+        values=itl.values[pick.astype(np.int64)],
+        offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
     )

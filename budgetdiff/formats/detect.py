@@ -1,95 +1,106 @@
-"""The format registry: `--format NAME` or detection from the content of the file."""
+"""Reading one results file: `--format NAME` or detection from the content, then the reader,
+then the checks every reader's runs get (bounds, a stamp naming the reader and its schema).
+
+The one place a reader's exceptions are sorted: its own `ReadError` passes through (exit 2);
+what a parser raises on malformed input it did not foresee is mapped to a `ReadError` naming the
+file and the format; anything else is a bug in the reader, a `ReaderBug` (exit 3).
+"""
 
 from __future__ import annotations
 
+import csv
 import gc
-import importlib
+import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
-from types import ModuleType
+from typing import TYPE_CHECKING
 
-from budgetdiff.errors import InputError, UsageError
-from budgetdiff.formats import ReadOptions
-from budgetdiff.table import Run, check_bounds
+from budgetdiff.errors import ReaderBug, ReadError
+from budgetdiff.formats.registry import READERS, Reader, names, reader
+from budgetdiff.table import check_bounds
 
-# Most specific first: the native table reader accepts any table, so it comes last.
-FORMATS = (
-    "vllm",
-    "sglang",
-    "aiperf",
-    "genai-perf",
-    "llmperf",
-    "guidellm",
-    "inference-perf",
-    "otlp",
-    "otel-console",
-    "prometheus",
-    "native",
-)
-ALIASES = {
-    "csv": "native",
-    "tsv": "native",
-    "parquet": "native",
-    "jsonl": "native",
-    "json": "native",
-    "otlp-json": "otlp",
-}
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from budgetdiff.formats.options import ReadOptions
+    from budgetdiff.table import Run
+
+__all__ = ["FORMATS", "SCHEMAS", "detect", "names", "read", "read_arrow", "reader"]
+
+FORMATS = tuple(r.name for r in READERS)
+SCHEMAS = {r.name: r.schema for r in READERS}
 SNIFF_BYTES = 64 * 1024
-# The schema a reader takes when the file names no version of its own; readers that tell
-# versions apart (AIPerf, GuideLLM, LLMPerf, vLLM/SGLang aggregates) set `meta["schema"]`.
-SCHEMAS = {
-    "vllm": "bench serve result",
-    "sglang": "bench_serving result",
-    "aiperf": "current",
-    "genai-perf": "profile export",
-    "llmperf": "individual responses",
-    "guidellm": "benchmarks",
-    "inference-perf": "lifecycle metrics",
-    "otlp": "OTLP/JSON",
-    "otel-console": "ConsoleSpanExporter",
-    "prometheus": "text exposition",
-    "native": "table",
-}
 UTF8_BOM = b"\xef\xbb\xbf"
 
 
-def names() -> list[str]:
-    return ["auto", *FORMATS]
-
-
-def module(name: str) -> ModuleType:
-    name = ALIASES.get(name, name)
-    if name not in FORMATS:
-        raise UsageError(f"--format {name!r}: unknown; choose one of {', '.join(names())}")
-    return importlib.import_module(f"budgetdiff.formats.{name.replace('-', '_')}")
-
-
-def detect(data: bytes, source: str, options: ReadOptions) -> ModuleType:
+def detect(data: bytes, source: str, options: ReadOptions) -> Reader:
+    """The reader whose sniffer recognises the file, else the native one for a table that
+    holds the budget's own columns."""
     # Old-Mac line ends (CR alone) must not hide a format that its reader reads from the
     # sniffer, which looks at lines (the byte-order mark is gone already, see `read`).
     head = data[:SNIFF_BYTES]
     if b"\r" in head and b"\n" not in head:
         head = head.replace(b"\r", b"\n")
-    for name in FORMATS:
-        mod = module(name)
-        if mod.sniff(head, source):
-            return mod
-    native = module("native")
+    for candidate in READERS:
+        if candidate.sniff(head, source):
+            return candidate
+    from budgetdiff.formats import native_sniff  # as the readers: imported when first needed
+
     # the budget maps its own column names, or the columns are its own slices: a native table
-    if options.columns or native.has_slices(head, options.slices):
-        return native
-    raise InputError(
+    if options.columns or native_sniff.has_slices(head, options.slices):
+        return reader("native")
+    raise ReadError(
         f"{source}: not a format budgetdiff recognises (tried {', '.join(FORMATS)}); pass "
-        "--format NAME, or write a CSV/JSON table with one row per request"
+        "--format NAME, or write a CSV/JSON table with one row per request",
+        file=source,
     )
 
 
-# What a parser raises on malformed input it did not foresee. The readers raise precise
-# InputErrors for what they check; this is the last resort at the edge, so that a hostile file
-# is an exit 2 with its file and format named, never a traceback. Bugs elsewhere still surface.
-# pyarrow's errors derive from these too (ArrowInvalid is a ValueError, ArrowTypeError a
-# TypeError, ArrowNotImplementedError a NotImplementedError), so pyarrow need not be imported.
+def read(data: bytes, source: str, fmt: str, options: ReadOptions) -> list[Run]:
+    """The runs of one file (`fmt` a format name, an alias or "auto"), checked and stamped."""
+    data = data.removeprefix(UTF8_BOM)  # Windows tools write one; no format has a use for it
+    chosen = detect(data, source, options) if fmt == "auto" else reader(fmt)
+    with _sorted_errors(chosen.name, source), _collector_paused():
+        runs = chosen.read(data, source, options)
+    if not runs:
+        raise ReadError(f"{source}: {chosen.name}: the file holds no runs", file=source)
+    for run in runs:  # one place for every reader: no computation sees an absurd value
+        check_bounds(run)
+    return [_stamped(r, chosen.name) for r in runs]
+
+
+def read_arrow(table: pa.Table, source: str, options: ReadOptions) -> list[Run]:
+    """The native reader on a table already in memory (the Python API), its exceptions sorted
+    as `read` sorts a file's."""
+    from budgetdiff.formats import native
+
+    with _sorted_errors(native.NAME, source):
+        return native.read_arrow(table, source, options)
+
+
+@contextmanager
+def _sorted_errors(fmt: str, source: str) -> Iterator[None]:
+    """A reader's own ReadError as it is; a parser's error on malformed input as a ReadError
+    naming the file and the format; anything else as the reader's bug (`ReaderBug`)."""
+    try:
+        yield
+    except (ReadError, MemoryError):  # the file's fault as the reader says; the machine's
+        raise
+    except Exception as e:
+        if not _malformed(e):
+            raise ReaderBug(source, fmt, e) from e
+        what = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        raise ReadError(
+            f"{fmt}: {source}: cannot be read ({what}); is it a complete {fmt} file? "
+            "(--format picks another reader)",
+            file=source,
+        ) from None
+
+
+# What api.py caught around `native.read_arrow` before `read_arrow` above sorted the errors;
+# kept (unchanged) until api.py calls `read_arrow`.
 _MALFORMED = (
     ValueError,
     TypeError,
@@ -101,23 +112,15 @@ _MALFORMED = (
 )
 
 
-def read(data: bytes, source: str, fmt: str, options: ReadOptions) -> list[Run]:
-    data = data.removeprefix(UTF8_BOM)  # Windows tools write one; no format has a use for it
-    mod = detect(data, source, options) if fmt == "auto" else module(fmt)
-    try:
-        with _collector_paused():
-            runs: list[Run] = mod.read(data, source, options)
-    except _MALFORMED as e:
-        what = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-        raise InputError(
-            f"{mod.NAME}: {source}: cannot be read ({what}); is it a complete {mod.NAME} file? "
-            "(--format picks another reader)"
-        ) from None
-    if not runs:
-        raise InputError(f"{source}: {mod.NAME}: the file holds no runs")
-    for run in runs:  # one place for every reader: no computation sees an absurd value
-        check_bounds(run)
-    return [_stamped(r, mod.NAME) for r in runs]
+def _malformed(error: Exception) -> bool:
+    """What a parser raises on malformed input it did not foresee: the readers raise precise
+    ReadErrors for what they check, and this is the last resort, so that a hostile file is an
+    exit 2 with its file and format named. Only these parsers' errors: a KeyError, TypeError or
+    IndexError of a reader's own is a bug, not the user's file."""
+    if isinstance(error, UnicodeDecodeError | json.JSONDecodeError | csv.Error | RecursionError):
+        return True
+    pyarrow = sys.modules.get("pyarrow")  # imported by whichever reader used it
+    return pyarrow is not None and isinstance(error, pyarrow.ArrowException)
 
 
 @contextmanager

@@ -115,65 +115,16 @@ def _experiment(
     ok = np.zeros(n, dtype=bool)
     gaps: list[FloatArray] = []
     for i, raw in enumerate(requests):
-        rwhere = f"{where}.requests[{i}]"
-        request = obj(raw, rwhere, ctx)
-        sent_raw = key(request, "timestamp", ctx, f"{rwhere}.timestamp")
-        sent = number(sent_raw, f"{rwhere}.timestamp", ctx, latency=True)
-        stamps = arr(
-            key(request, "response_timestamps", ctx, f"{rwhere}.response_timestamps"),
-            f"{rwhere}.response_timestamps",
-            ctx,
-        )
-        whole = _int_stamps(stamps)  # epoch ns as int64: one array, no check per stamp
-        if whole is None:
-            for j, stamp in enumerate(stamps):  # each a number a float holds, before subtracting
-                number(stamp, f"{rwhere}.response_timestamps[{j}]", ctx)
-        outputs = request.get("response_outputs")
-        keep = list(range(len(stamps)))
-        if openai:
-            outputs = arr(
-                key(request, "response_outputs", ctx, f"{rwhere}.response_outputs"),
-                f"{rwhere}.response_outputs",
-                ctx,
-            )
-            if len(outputs) != len(stamps):
-                raise ctx.error(
-                    f"{rwhere}.response_outputs",
-                    f"has {len(outputs)} entries but response_timestamps has {len(stamps)}",
-                )
-            keep = [j for j, out in enumerate(outputs) if _has_content(out)]
-        start[i] = sent / 1e9
-        if not keep:
+        start[i], rel_ms = _request(raw, f"{where}.requests[{i}]", ctx, openai)
+        if rel_ms is None:
             gaps.append(np.empty(0))
             continue
-        # subtract before converting: epoch nanoseconds do not fit a float64 exactly
-        if whole is not None and type(sent_raw) is int and 0 <= sent_raw < 1 << 62:
-            rel_ms = (whole[keep] - sent_raw).astype(np.float64)
-        else:
-            rel_ms = np.array(
-                [
-                    number(stamps[j] - sent_raw, f"{rwhere}.response_timestamps[{j}]", ctx)
-                    for j in keep
-                ]
-            )
-        rel_ms /= 1e6
-        if not np.isfinite(rel_ms).all() or (rel_ms < 0).any() or (np.diff(rel_ms) < 0).any():
-            raise ctx.error(
-                f"{rwhere}.response_timestamps",
-                "must be finite, after the request timestamp and in increasing order",
-            )
         ok[i] = True
         ttft[i] = rel_ms[0]
         total[i] = rel_ms[-1]
         gaps.append(np.diff(rel_ms))
     if n == 0:
         raise ctx.error(f"{where}.requests", "is empty")
-    duration = None
-    bounds = exp.get("window_boundaries")
-    if isinstance(bounds, list) and len(bounds) >= 2:
-        first, last = finite(bounds[0]), finite(bounds[-1])
-        if first is not None and last is not None and last >= first:
-            duration = (last - first) / 1e9
     model = _model(requests)
     if model is not None:
         meta["model"] = model
@@ -186,9 +137,65 @@ def _experiment(
         ok=ok,
         itl=pooled(gaps),
         start_time=start,
-        duration_s=duration,
+        duration_s=_duration(exp),
         meta=meta,
     )
+
+
+def _duration(exp: dict[str, Any]) -> float | None:
+    """Seconds between the experiment's first and last window boundary, where it has them."""
+    bounds = exp.get("window_boundaries")
+    if isinstance(bounds, list) and len(bounds) >= 2:
+        first, last = finite(bounds[0]), finite(bounds[-1])
+        if first is not None and last is not None and last >= first:
+            return (last - first) / 1e9
+    return None
+
+
+def _request(raw: Any, rwhere: str, ctx: Ctx, openai: bool) -> tuple[float, FloatArray | None]:
+    """One request: when it was sent (s), and its responses' times in ms after that (None for a
+    request with no response that holds content: a failed one)."""
+    request = obj(raw, rwhere, ctx)
+    sent_raw = key(request, "timestamp", ctx, f"{rwhere}.timestamp")
+    sent = number(sent_raw, f"{rwhere}.timestamp", ctx, latency=True)
+    stamps = arr(
+        key(request, "response_timestamps", ctx, f"{rwhere}.response_timestamps"),
+        f"{rwhere}.response_timestamps",
+        ctx,
+    )
+    whole = _int_stamps(stamps)  # epoch ns as int64: one array, no check per stamp
+    if whole is None:
+        for j, stamp in enumerate(stamps):  # each a number a float holds, before subtracting
+            number(stamp, f"{rwhere}.response_timestamps[{j}]", ctx)
+    keep = list(range(len(stamps)))
+    if openai:
+        outputs = arr(
+            key(request, "response_outputs", ctx, f"{rwhere}.response_outputs"),
+            f"{rwhere}.response_outputs",
+            ctx,
+        )
+        if len(outputs) != len(stamps):
+            raise ctx.error(
+                f"{rwhere}.response_outputs",
+                f"has {len(outputs)} entries but response_timestamps has {len(stamps)}",
+            )
+        keep = [j for j, out in enumerate(outputs) if _has_content(out)]
+    if not keep:
+        return sent / 1e9, None
+    # subtract before converting: epoch nanoseconds do not fit a float64 exactly
+    if whole is not None and type(sent_raw) is int and 0 <= sent_raw < 1 << 62:
+        rel_ms = (whole[keep] - sent_raw).astype(np.float64)
+    else:
+        rel_ms = np.array(
+            [number(stamps[j] - sent_raw, f"{rwhere}.response_timestamps[{j}]", ctx) for j in keep]
+        )
+    rel_ms /= 1e6
+    if not np.isfinite(rel_ms).all() or (rel_ms < 0).any() or (np.diff(rel_ms) < 0).any():
+        raise ctx.error(
+            f"{rwhere}.response_timestamps",
+            "must be finite, after the request timestamp and in increasing order",
+        )
+    return sent / 1e9, rel_ms
 
 
 def _int_stamps(stamps: list[Any]) -> npt.NDArray[np.int64] | None:

@@ -91,6 +91,9 @@ def _named(run: Run, name: str) -> Run:
     return replace(run, scenario=name)
 
 
+_Row = tuple[dict[str, Any], str, bool]  # the request, where it is, whether it succeeded
+
+
 def _benchmark(
     bench: dict[str, Any],
     where: str,
@@ -100,8 +103,22 @@ def _benchmark(
 ) -> tuple[Run, str]:
     meta = dict(base_meta)
     name = _strategy(bench, meta)
+    rows = _rows(bench, where, ctx, meta)
+    kept, totals = sum(1 for r in rows if r[2]), _totals(bench, where, ctx)
+    if totals is not None and totals[0] > kept:  # the list is a sample of the requests
+        if kept < needed_for_interval(options.percentile, CONFIDENCE):
+            return _from_metrics(bench, where, ctx, meta, kept, totals, options.percentile), name
+        meta["note"] = (
+            f"{ctx.source}: the per-request list is a sample: {kept} of the {totals[0]} "
+            "successful requests (GuideLLM's sample_size); percentiles are estimated from it"
+        )
+    return _per_request(rows, ctx, duration=finite(bench.get("duration")), meta=meta), name
+
+
+def _rows(bench: dict[str, Any], where: str, ctx: Ctx, meta: dict[str, str | float]) -> list[_Row]:
+    """The successful, then the errored requests; the count of incomplete ones into `meta`."""
     requests = obj(key(bench, "requests", ctx, f"{where}.requests"), f"{where}.requests", ctx)
-    rows: list[tuple[dict[str, Any], str, bool]] = []
+    rows: list[_Row] = []
     for status, good in (("successful", True), ("errored", False)):
         group = requests.get(status)
         if group is None:
@@ -114,6 +131,12 @@ def _benchmark(
     incomplete = requests.get("incomplete")
     if isinstance(incomplete, list):
         meta["incomplete"] = float(len(incomplete))
+    return rows
+
+
+def _per_request(
+    rows: list[_Row], ctx: Ctx, *, duration: float | None, meta: dict[str, str | float]
+) -> Run:
     n = len(rows)
     ttft = np.full(n, np.nan)
     total = np.full(n, np.nan)
@@ -121,14 +144,6 @@ def _benchmark(
     isl = np.full(n, np.nan)
     osl = np.full(n, np.nan)
     ok = np.array([r[2] for r in rows], dtype=bool)
-    kept, totals = int(ok.sum()), _totals(bench, where, ctx)
-    if totals is not None and totals[0] > kept:  # the list is a sample of the requests
-        if kept < needed_for_interval(options.percentile, CONFIDENCE):
-            return _from_metrics(bench, where, ctx, meta, kept, totals, options.percentile), name
-        meta["note"] = (
-            f"{ctx.source}: the per-request list is a sample: {kept} of the {totals[0]} "
-            "successful requests (GuideLLM's sample_size); percentiles are estimated from it"
-        )
     ids = []
     for i, (row, rwhere, good) in enumerate(rows):
         request_id = row.get("request_id")
@@ -162,23 +177,19 @@ def _benchmark(
             f"{rows[int(np.argmax(bad))][1]}.request_latency",
             "is shorter than time_to_first_token_ms",
         )
-    duration = bench.get("duration")
-    return (
-        Run(
-            source=ctx.source,
-            n=n,
-            slices={"first_token": ttft, "decode": np.maximum(decode, 0.0)},
-            ttft=ttft,
-            total=total,
-            ok=ok,
-            request_id=np.array(ids, dtype=np.str_) if any(ids) else None,
-            input_tokens=None if np.isnan(isl).all() else isl,
-            output_tokens=None if np.isnan(osl).all() else osl,
-            start_time=None if np.isnan(start).all() else start,
-            duration_s=finite(duration),
-            meta=meta,
-        ),
-        name,
+    return Run(
+        source=ctx.source,
+        n=n,
+        slices={"first_token": ttft, "decode": np.maximum(decode, 0.0)},
+        ttft=ttft,
+        total=total,
+        ok=ok,
+        request_id=np.array(ids, dtype=np.str_) if any(ids) else None,
+        input_tokens=None if np.isnan(isl).all() else isl,
+        output_tokens=None if np.isnan(osl).all() else osl,
+        start_time=None if np.isnan(start).all() else start,
+        duration_s=duration,
+        meta=meta,
     )
 
 

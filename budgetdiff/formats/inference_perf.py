@@ -15,14 +15,15 @@ A stage is a scenario named after its load (`rate 10/s`).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from budgetdiff.errors import InputError
+from budgetdiff.errors import ReadError
 from budgetdiff.formats import ReadOptions
 from budgetdiff.formats._client import Ctx, finite, load_json, numbers
-from budgetdiff.table import FloatArray, Itl, Run
+from budgetdiff.table import BoolArray, FloatArray, Itl, Run
 
 NAME = "inference-perf"
 HINT = (
@@ -58,8 +59,8 @@ _ID = re.compile(r'"id"\s*:\s*"([^"]+)"')
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)$")
 
 
-def _fail(source: str, message: str) -> InputError:
-    return InputError(f"{NAME}: {source}: {message}")
+def _fail(source: str, message: str) -> ReadError:
+    return ReadError.at(NAME, source, message)
 
 
 def sniff(head: bytes, name: str) -> bool:
@@ -98,55 +99,93 @@ def _seconds(record: dict[str, Any], key: str, source: str, i: int) -> float:
     return value
 
 
+@dataclass
+class _Columns:
+    """The per-request columns, filled one record at a time (times in seconds)."""
+
+    start: FloatArray
+    end: FloatArray
+    first: FloatArray
+    last: FloatArray
+    ok: BoolArray
+    inp: FloatArray
+    out: FloatArray
+    ids: list[str] = field(default_factory=list)
+    gaps: list[FloatArray] = field(default_factory=list)
+
+    @classmethod
+    def sized(cls, n: int) -> _Columns:
+        nan = np.full(n, np.nan)
+        return cls(
+            start=np.empty(n),
+            end=np.empty(n),
+            first=nan,
+            last=nan.copy(),
+            ok=np.ones(n, dtype=bool),
+            inp=nan.copy(),
+            out=nan.copy(),
+        )
+
+
 def _per_request(records: list[Any], source: str) -> Run:
     if not records:
         raise _fail(source, "the list of requests is empty")
-    n = len(records)
-    start = np.empty(n)
-    end = np.empty(n)
-    first = np.full(n, np.nan)
-    last = np.full(n, np.nan)
-    ok = np.ones(n, dtype=bool)
-    inp = np.full(n, np.nan)
-    out = np.full(n, np.nan)
-    ids: list[str] = []
-    gaps: list[FloatArray] = []
+    cols = _Columns.sized(len(records))
     ctx = Ctx(NAME, source, HINT)
     for i, rec in enumerate(records):
         if not isinstance(rec, dict):
             raise _fail(source, f"request {i}: not an object")
-        start[i] = _seconds(rec, "start_time", source, i)
-        end[i] = _seconds(rec, "end_time", source, i)
-        ok[i] = rec.get("error") in (None, "", {})
-        info = rec.get("info") or {}
-        if not isinstance(info, dict):
-            raise _fail(source, f"request {i}: 'info' is not an object")
-        response = info.get("response_metrics") or {}
-        times = response.get("output_token_times") if isinstance(response, dict) else None
-        if times is None and isinstance(response, dict):
-            times = response.get("chunk_times")
-        if times:
-            stamps = numbers(times, f"request {i} key 'output_token_times'", ctx)
-            gap = np.diff(stamps) * 1000.0
-            if not np.isfinite(stamps).all() or (gap < 0).any():
-                raise _fail(
-                    source,
-                    f"request {i}: 'output_token_times' must be finite seconds that only grow "
-                    "(a token time is NaN, infinite, or earlier than the one before it)",
-                )
-            first[i], last[i] = stamps[0], stamps[-1]
-            gaps.append(gap)
-        else:
-            gaps.append(np.zeros(0))
-        request_metrics = info.get("request_metrics") or {}
-        text = request_metrics.get("text") if isinstance(request_metrics, dict) else None
-        tokens = (text or {}).get("input_tokens") if isinstance(text, dict) else None
-        tokens = info.get("input_tokens") if tokens is None else tokens
-        inp[i] = _count(tokens)
-        if isinstance(response, dict):
-            out[i] = _count(response.get("output_tokens"))
-        match = _ID.search(str(rec.get("response") or "")[:2000])
-        ids.append(match.group(1) if match else str(i))
+        _record(cols, i, rec, ctx)
+    return _run(cols, source)
+
+
+def _record(cols: _Columns, i: int, rec: dict[str, Any], ctx: Ctx) -> None:
+    """Request `i` into the columns."""
+    source = ctx.source
+    cols.start[i] = _seconds(rec, "start_time", source, i)
+    cols.end[i] = _seconds(rec, "end_time", source, i)
+    cols.ok[i] = rec.get("error") in (None, "", {})
+    info = rec.get("info") or {}
+    if not isinstance(info, dict):
+        raise _fail(source, f"request {i}: 'info' is not an object")
+    response = info.get("response_metrics") or {}
+    times = response.get("output_token_times") if isinstance(response, dict) else None
+    if times is None and isinstance(response, dict):
+        times = response.get("chunk_times")
+    if times:
+        stamps = numbers(times, f"request {i} key 'output_token_times'", ctx)
+        gap = np.diff(stamps) * 1000.0
+        if not np.isfinite(stamps).all() or (gap < 0).any():
+            raise _fail(
+                source,
+                f"request {i}: 'output_token_times' must be finite seconds that only grow "
+                "(a token time is NaN, infinite, or earlier than the one before it)",
+            )
+        cols.first[i], cols.last[i] = stamps[0], stamps[-1]
+        cols.gaps.append(gap)
+    else:
+        cols.gaps.append(np.zeros(0))
+    request_metrics = info.get("request_metrics") or {}
+    text = request_metrics.get("text") if isinstance(request_metrics, dict) else None
+    tokens = (text or {}).get("input_tokens") if isinstance(text, dict) else None
+    tokens = info.get("input_tokens") if tokens is None else tokens
+    cols.inp[i] = _count(tokens)
+    if isinstance(response, dict):
+        cols.out[i] = _count(response.get("output_tokens"))
+    match = _ID.search(str(rec.get("response") or "")[:2000])
+    cols.ids.append(match.group(1) if match else str(i))
+
+
+def _run(cols: _Columns, source: str) -> Run:
+    """The columns as a Run in ms; a negative duration names its request."""
+    start, end, first, last, ok, out = (
+        cols.start,
+        cols.end,
+        cols.first,
+        cols.last,
+        cols.ok,
+        cols.out,
+    )
     total = (end - start) * 1000.0
     ttft = (first - start) * 1000.0
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -164,20 +203,20 @@ def _per_request(records: list[Any], source: str) -> Run:
     slices: dict[str, FloatArray] = {}
     if not np.isnan(ttft[ok]).all():
         slices = {"first_token": ttft, "decode": decode}
-    lengths = np.array([len(g) for g in gaps], dtype=np.int64)
+    lengths = np.array([len(g) for g in cols.gaps], dtype=np.int64)
     itl = Itl(
-        values=np.concatenate(gaps) if gaps else np.zeros(0),
+        values=np.concatenate(cols.gaps) if cols.gaps else np.zeros(0),
         offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
     )
     return Run(
         source=source,
-        n=n,
+        n=len(start),
         slices=slices,
         ttft=ttft if slices else None,
         total=total,
         ok=None if ok.all() else ok,
-        request_id=np.array(ids, dtype=str),
-        input_tokens=inp,
+        request_id=np.array(cols.ids, dtype=str),
+        input_tokens=cols.inp,
         output_tokens=out,
         itl=itl if lengths.sum() else None,
         start_time=start,

@@ -13,15 +13,15 @@ The file is one `ExportTraceServiceRequest` ({"resourceSpans": [...]}) or JSON L
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from budgetdiff.errors import InputError
+from budgetdiff.errors import ReadError
 from budgetdiff.formats import ReadOptions
+from budgetdiff.formats._client import JsonProblem, parse_json
 from budgetdiff.table import KNOWN_SLICES, FloatArray, Run
 
 NAME = "otlp"
@@ -42,8 +42,8 @@ STATUS_ERROR = 2
 _MAX_NANOS = 2**64  # OTLP times are fixed64
 
 
-def _fail(source: str, message: str) -> InputError:
-    return InputError(f"{NAME}: {source}: {message}")
+def _fail(source: str, message: str) -> ReadError:
+    return ReadError.at(NAME, source, message)
 
 
 def sniff(head: bytes, name: str) -> bool:
@@ -136,19 +136,19 @@ def _documents(data: bytes, source: str) -> list[dict[str, Any]]:
         raise _fail(source, "the file is empty; export traces as OTLP/JSON")
     try:
         docs: list[Any] = [_loads(text, source, "")]
-    except json.JSONDecodeError as whole:
+    except JsonProblem as whole:
         docs = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
                 docs.append(_loads(line, source, f"line {number}: "))
-            except json.JSONDecodeError as exc:
+            except JsonProblem as problem:
                 raise _fail(
                     source,
-                    f"invalid JSON at line {whole.lineno if number == 1 else number} "
-                    f"({exc.msg}); the file is cut short or not OTLP/JSON",
-                ) from exc
+                    f"invalid JSON at line {whole.line if number == 1 else number} "
+                    f"({problem.message}); the file is cut short or not OTLP/JSON",
+                ) from None
     for doc in docs:
         if not isinstance(doc, dict) or not isinstance(doc.get("resourceSpans"), list):
             raise _fail(
@@ -160,15 +160,16 @@ def _documents(data: bytes, source: str) -> list[dict[str, Any]]:
 
 
 def _loads(text: str, source: str, where: str) -> Any:
-    """One JSON document; a JSONDecodeError passes (the caller tries JSON Lines next)."""
+    """One JSON document; a syntax error passes as a JsonProblem (the caller tries JSON Lines
+    next)."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError:
+        return parse_json(text)
+    except JsonProblem as problem:
+        if problem.kind == "digits":  # an integer literal longer than Python's digit limit
+            raise _fail(source, f"{where}a number too long to read ({problem.message})") from None
+        if problem.kind == "deep":
+            raise _fail(source, f"{where}nested too deeply to be an OTLP export") from None
         raise
-    except ValueError as exc:  # an integer literal longer than Python's digit limit
-        raise _fail(source, f"{where}a number too long to read ({exc})") from None
-    except RecursionError:
-        raise _fail(source, f"{where}nested too deeply to be an OTLP export") from None
 
 
 def _spans(docs: list[dict[str, Any]], source: str) -> list[tuple[str, dict[str, Any]]]:
@@ -217,74 +218,94 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     """All request spans (and slice-named spans) of the file as one per-request Run."""
     docs = _documents(data, source)
     slice_names = set(options.slices or KNOWN_SLICES)
-    requests: list[_Request] = []
-    by_trace: dict[str, list[_Request]] = {}
-    user: list[tuple[str, str, int, int]] = []  # trace, slice, start, end
-    span_names: dict[str, None] = {}
+    found = _Found()
     for where, span in _spans(docs, source):
-        name = str(span.get("name", ""))
-        span_names[name] = None
-        trace = str(span.get("traceId", ""))
-        if not trace:
-            raise _fail(source, f"{where}: no 'traceId'")
-        attrs = _attributes(span, source, where)
-        latency = {k: v for k, v in attrs.items() if k in GEN_AI_LATENCY}
-        is_request = bool(latency)
-        if not is_request and name not in slice_names:
-            continue
-        start = _nanos(span, "startTimeUnixNano", source, where)
-        end = _nanos(span, "endTimeUnixNano", source, where)
-        if end < start:
-            raise _fail(source, f"{where}: ends before it starts (endTimeUnixNano < start)")
-        if not is_request:
-            user.append((trace, name, start, end))
-            continue
-        status = span.get("status") or {}
-        req = _Request(
-            key=trace,
-            start_ns=start,
-            end_ns=end,
-            request_id=str(attrs.get(REQUEST_ID) or trace),
-            input_tokens=_number(attrs, PROMPT_TOKENS),
-            output_tokens=_number(attrs, COMPLETION_TOKENS),
-            failed=isinstance(status, dict)
-            and status.get("code") in (STATUS_ERROR, "STATUS_CODE_ERROR"),
-        )
-        for key, value in latency.items():
-            if not isinstance(value, int | float) or isinstance(value, bool):
-                raise _fail(source, f"{where} attribute {key!r}: expected seconds as a number")
-            if not (math.isfinite(value) and value >= 0):
-                raise _fail(
-                    source, f"{where} attribute {key!r}: {value} is not a latency (finite, >= 0)"
-                )
-            req.values[GEN_AI_LATENCY[key]] = float(value) * 1000.0
-        requests.append(req)
-        by_trace.setdefault(trace, []).append(req)
-
-    user_slices: dict[str, None] = {}
-    for trace, name, start, end in user:
-        owners = by_trace.get(trace)
-        if not owners:
-            owner = _Request(key=trace, start_ns=start, end_ns=end, request_id=trace)
-            requests.append(owner)
-            by_trace[trace] = [owner]
-        else:
-            inside = [r for r in owners if r.start_ns <= start <= r.end_ns]
-            owner = (inside or owners)[0]
-            owner.start_ns = min(owner.start_ns, start)
-        owner.values[name] = owner.values.get(name, 0.0) + (end - start) / 1e6
-        user_slices[name] = None
-
-    if not requests:
-        names = ", ".join(list(span_names)[:10]) or "(no spans)"
+        _span(found, span, source, where, slice_names)
+    user_slices = found.own_user_spans()
+    if not found.requests:
+        names = ", ".join(list(found.span_names)[:10]) or "(no spans)"
         raise _fail(
             source,
             "no request spans (with gen_ai.latency.* attributes) and no spans named after a "
             f"slice ({', '.join(sorted(slice_names))}); span names are: {names}",
         )
+    return [_run(found.requests, user_slices, source)]
 
-    n = len(requests)
 
+@dataclass
+class _Found:
+    """The spans that count: requests (by trace too), and user spans named after a slice."""
+
+    requests: list[_Request] = field(default_factory=list)
+    by_trace: dict[str, list[_Request]] = field(default_factory=dict)
+    user: list[tuple[str, str, int, int]] = field(default_factory=list)  # trace, slice, start, end
+    span_names: dict[str, None] = field(default_factory=dict)
+
+    def add(self, request: _Request) -> None:
+        self.requests.append(request)
+        self.by_trace.setdefault(request.key, []).append(request)
+
+    def own_user_spans(self) -> dict[str, None]:
+        """Each user span's duration added to its request (the one of its trace it falls in, or
+        a request of its own for a trace without one); the names of those slices."""
+        user_slices: dict[str, None] = {}
+        for trace, name, start, end in self.user:
+            owners = self.by_trace.get(trace)
+            if not owners:
+                owner = _Request(key=trace, start_ns=start, end_ns=end, request_id=trace)
+                self.add(owner)
+            else:
+                inside = [r for r in owners if r.start_ns <= start <= r.end_ns]
+                owner = (inside or owners)[0]
+                owner.start_ns = min(owner.start_ns, start)
+            owner.values[name] = owner.values.get(name, 0.0) + (end - start) / 1e6
+            user_slices[name] = None
+        return user_slices
+
+
+def _span(
+    found: _Found, span: dict[str, Any], source: str, where: str, slice_names: set[str]
+) -> None:
+    """One span into `found`: a request span, a user span named after a slice, or neither."""
+    name = str(span.get("name", ""))
+    found.span_names[name] = None
+    trace = str(span.get("traceId", ""))
+    if not trace:
+        raise _fail(source, f"{where}: no 'traceId'")
+    attrs = _attributes(span, source, where)
+    latency = {k: v for k, v in attrs.items() if k in GEN_AI_LATENCY}
+    if not latency and name not in slice_names:
+        return
+    start = _nanos(span, "startTimeUnixNano", source, where)
+    end = _nanos(span, "endTimeUnixNano", source, where)
+    if end < start:
+        raise _fail(source, f"{where}: ends before it starts (endTimeUnixNano < start)")
+    if not latency:
+        found.user.append((trace, name, start, end))
+        return
+    status = span.get("status") or {}
+    req = _Request(
+        key=trace,
+        start_ns=start,
+        end_ns=end,
+        request_id=str(attrs.get(REQUEST_ID) or trace),
+        input_tokens=_number(attrs, PROMPT_TOKENS),
+        output_tokens=_number(attrs, COMPLETION_TOKENS),
+        failed=isinstance(status, dict)
+        and status.get("code") in (STATUS_ERROR, "STATUS_CODE_ERROR"),
+    )
+    for key, value in latency.items():
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise _fail(source, f"{where} attribute {key!r}: expected seconds as a number")
+        if not (math.isfinite(value) and value >= 0):
+            raise _fail(
+                source, f"{where} attribute {key!r}: {value} is not a latency (finite, >= 0)"
+            )
+        req.values[GEN_AI_LATENCY[key]] = float(value) * 1000.0
+    found.add(req)
+
+
+def _run(requests: list[_Request], user_slices: dict[str, None], source: str) -> Run:
     def column(key: str) -> FloatArray:
         return np.array([r.values.get(key, np.nan) for r in requests], dtype=np.float64)
 
@@ -301,18 +322,16 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     ttft = column("ttft")
     total = column("total")
     ok = np.array([not r.failed for r in requests], dtype=bool)
-    return [
-        Run(
-            source=source,
-            n=n,
-            slices=slices,
-            ttft=None if np.isnan(ttft).all() else ttft,
-            total=None if np.isnan(total).all() else total,
-            ok=ok if not ok.all() else None,
-            request_id=np.array([r.request_id for r in requests], dtype=str),
-            input_tokens=np.array([r.input_tokens for r in requests], dtype=np.float64),
-            output_tokens=np.array([r.output_tokens for r in requests], dtype=np.float64),
-            start_time=np.array([r.start_ns / 1e9 for r in requests], dtype=np.float64),
-            meta={"format": NAME, "side": "server"},
-        )
-    ]
+    return Run(
+        source=source,
+        n=len(requests),
+        slices=slices,
+        ttft=None if np.isnan(ttft).all() else ttft,
+        total=None if np.isnan(total).all() else total,
+        ok=ok if not ok.all() else None,
+        request_id=np.array([r.request_id for r in requests], dtype=str),
+        input_tokens=np.array([r.input_tokens for r in requests], dtype=np.float64),
+        output_tokens=np.array([r.output_tokens for r in requests], dtype=np.float64),
+        start_time=np.array([r.start_ns / 1e9 for r in requests], dtype=np.float64),
+        meta={"format": NAME, "side": "server"},
+    )

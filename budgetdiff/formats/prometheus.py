@@ -4,18 +4,19 @@ The latency histograms (`_bucket` lines, summed over every label set but `le`) b
 `Run.histograms` in ms, named after the slice or metric they measure; `_sum` / `_count` go to
 `meta` as `sum:<name>` (ms) and `count:<name>`. One scrape is cumulative since the server
 started: two scrapes (before and after a run) are subtracted by `formats.combine`.
-`histogram_quantile` estimates a percentile like Prometheus' function of that name.
+`budgetdiff.table.histogram_quantile` estimates a percentile from such a histogram.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from budgetdiff.errors import InputError
-from budgetdiff.formats import ReadOptions
+from budgetdiff.errors import ReadError
+from budgetdiff.formats.options import ReadOptions
 from budgetdiff.table import Histogram, Run
 
 NAME = "prometheus"
@@ -39,8 +40,8 @@ _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?
 _ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 
 
-def _fail(source: str, message: str) -> InputError:
-    return InputError(f"{NAME}: {source}: {message}")
+def _fail(source: str, message: str) -> ReadError:
+    return ReadError.at(NAME, source, message)
 
 
 def sniff(head: bytes, name: str) -> bool:
@@ -104,16 +105,31 @@ def _namespace_free(metric: str) -> str:
     return metric.split(":", 1)[1] if ":" in metric else metric
 
 
+@dataclass
+class _Scrape:
+    """What `parse` gathers, per target (slice or metric): bucket counts by `le` (cumulative),
+    sums (ms), counts, the earliest `_created` time and the metric base it was read from."""
+
+    buckets: dict[str, dict[float, float]] = field(default_factory=dict)
+    sums: dict[str, float] = field(default_factory=dict)
+    counts: dict[str, float] = field(default_factory=dict)
+    created: dict[str, float] = field(default_factory=dict)
+    chosen: dict[str, str] = field(default_factory=dict)
+
+    def forget(self, target: str) -> None:
+        """Drop what was read for `target` (an alias the preferred name replaces)."""
+        self.buckets.pop(target, None)
+        self.sums.pop(target, None)
+        self.counts.pop(target, None)
+        self.created.pop(target, None)
+
+
 def parse(
     text: str, source: str
 ) -> tuple[dict[str, Histogram], dict[str, float], dict[str, float], dict[str, float]]:
     """Histograms (ms, +Inf as the last bound, per-bucket counts), sums (ms), counts, and the
     earliest `_created` time of each (a later one means the server restarted)."""
-    buckets: dict[str, dict[float, float]] = {}
-    sums: dict[str, float] = {}
-    counts: dict[str, float] = {}
-    created: dict[str, float] = {}
-    chosen: dict[str, str] = {}  # target name -> metric base it was read from
+    scrape = _Scrape()
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
@@ -122,66 +138,72 @@ def parse(
             raise _fail(
                 source, f"line {number}: not a sample line ('name{{labels}} value'): {line[:80]!r}"
             )
-        metric, label_text, value_text = m.group(1), m.group(2), m.group(3)
-        for suffix in ("_bucket", "_sum", "_count", "_created"):
-            if metric.endswith(suffix):
-                base = metric[: -len(suffix)]
-                break
-        else:
-            continue
-        short = _namespace_free(base)
-        target = METRIC_NAMES.get(short)
-        if target is None:
-            continue
-        previous = chosen.get(target)
-        if previous is not None and previous != base:
-            if _namespace_free(previous) in _PREFERRED or short not in _PREFERRED:
-                continue
-            buckets.pop(target, None)
-            sums.pop(target, None)
-            counts.pop(target, None)
-            created.pop(target, None)
-        chosen[target] = base
-        if suffix in ("_bucket", "_count"):
-            value = _count(value_text, source, number)
-        else:
-            value = _float(value_text, source, number)
-            if not math.isfinite(value):
-                raise _fail(source, f"line {number}: {value_text[:40]!r} must be finite")
-        if suffix == "_bucket":
-            labels = _labels(label_text or "{}", source, number)
-            if "le" not in labels:
-                raise _fail(source, f"line {number}: a _bucket sample without an 'le' label")
-            le = _bound(labels["le"], source, number)
-            per = buckets.setdefault(target, {})
-            per[le] = per.get(le, 0.0) + value
-        elif suffix == "_created":
-            created[target] = min(created.get(target, value), value)
-        elif suffix == "_sum":
-            sums[target] = sums.get(target, 0.0) + value * 1000.0
-        else:
-            counts[target] = counts.get(target, 0.0) + value
-    for target, total in sums.items():
+        _sample(scrape, m, source, number)
+    for target, total in scrape.sums.items():
         if not math.isfinite(total):
-            raise _fail(source, f"the _sum of {chosen[target]!r} is past what a float holds")
-    histograms: dict[str, Histogram] = {}
-    for target, per in buckets.items():
-        bounds = np.array(sorted(per), dtype=np.float64)
-        if not math.isinf(bounds[-1]):
-            raise _fail(source, f'the histogram for {chosen[target]!r} has no le="+Inf" bucket')
-        cumulative = np.array([per[b] for b in sorted(per)], dtype=np.float64)
-        if not np.isfinite(cumulative).all():
-            raise _fail(source, f"the buckets of {chosen[target]!r} sum past what a float holds")
-        if (np.diff(cumulative) < -1e-9).any():
-            raise _fail(
-                source,
-                f"the buckets of {chosen[target]!r} are not cumulative (a count goes down as "
-                "`le` grows); this is not a Prometheus histogram scrape",
-            )
-        histograms[target] = Histogram(
-            bounds=bounds * 1000.0, counts=np.diff(cumulative, prepend=0.0)
+            raise _fail(source, f"the _sum of {scrape.chosen[target]!r} is past what a float holds")
+    histograms = {
+        target: _histogram(per, scrape.chosen[target], source)
+        for target, per in scrape.buckets.items()
+    }
+    return histograms, scrape.sums, scrape.counts, scrape.created
+
+
+def _sample(scrape: _Scrape, m: re.Match[str], source: str, number: int) -> None:
+    """One sample line into `scrape`, when it is a part of a histogram this reader knows."""
+    metric, label_text, value_text = m.group(1), m.group(2), m.group(3)
+    for suffix in ("_bucket", "_sum", "_count", "_created"):
+        if metric.endswith(suffix):
+            base = metric[: -len(suffix)]
+            break
+    else:
+        return
+    short = _namespace_free(base)
+    target = METRIC_NAMES.get(short)
+    if target is None:
+        return
+    previous = scrape.chosen.get(target)
+    if previous is not None and previous != base:
+        if _namespace_free(previous) in _PREFERRED or short not in _PREFERRED:
+            return
+        scrape.forget(target)
+    scrape.chosen[target] = base
+    if suffix in ("_bucket", "_count"):
+        value = _count(value_text, source, number)
+    else:
+        value = _float(value_text, source, number)
+        if not math.isfinite(value):
+            raise _fail(source, f"line {number}: {value_text[:40]!r} must be finite")
+    if suffix == "_bucket":
+        labels = _labels(label_text or "{}", source, number)
+        if "le" not in labels:
+            raise _fail(source, f"line {number}: a _bucket sample without an 'le' label")
+        le = _bound(labels["le"], source, number)
+        per = scrape.buckets.setdefault(target, {})
+        per[le] = per.get(le, 0.0) + value
+    elif suffix == "_created":
+        scrape.created[target] = min(scrape.created.get(target, value), value)
+    elif suffix == "_sum":
+        scrape.sums[target] = scrape.sums.get(target, 0.0) + value * 1000.0
+    else:
+        scrape.counts[target] = scrape.counts.get(target, 0.0) + value
+
+
+def _histogram(per: dict[float, float], metric: str, source: str) -> Histogram:
+    """Cumulative bucket counts by `le` (seconds) as a Histogram in ms of per-bucket counts."""
+    bounds = np.array(sorted(per), dtype=np.float64)
+    if not math.isinf(bounds[-1]):
+        raise _fail(source, f'the histogram for {metric!r} has no le="+Inf" bucket')
+    cumulative = np.array([per[b] for b in sorted(per)], dtype=np.float64)
+    if not np.isfinite(cumulative).all():
+        raise _fail(source, f"the buckets of {metric!r} sum past what a float holds")
+    if (np.diff(cumulative) < -1e-9).any():
+        raise _fail(
+            source,
+            f"the buckets of {metric!r} are not cumulative (a count goes down as "
+            "`le` grows); this is not a Prometheus histogram scrape",
         )
-    return histograms, sums, counts, created
+    return Histogram(bounds=bounds * 1000.0, counts=np.diff(cumulative, prepend=0.0))
 
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
@@ -213,31 +235,3 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
         max(float(h.counts.sum()) for h in histograms.values()),
     )
     return [Run(source=source, n=0, histograms=histograms, summary_count=round(count), meta=meta)]
-
-
-def histogram_quantile(h: Histogram, p: float) -> tuple[float, float, float]:
-    """(estimate, bucket_low, bucket_high) of percentile `p` (0 < p <= 100), ms.
-
-    Like Prometheus' histogram_quantile: linear interpolation inside the bucket the rank falls
-    in, 0 as the lower edge of the first bucket; a rank in the +Inf bucket gives the highest
-    finite bound (with bucket_high = inf). An empty histogram gives NaNs.
-    """
-    if not 0 < p <= 100:
-        raise ValueError(f"percentile {p} is not in (0, 100]")
-    cumulative = np.cumsum(h.counts)
-    total = float(cumulative[-1]) if len(cumulative) else 0.0
-    if total <= 0:
-        return (math.nan, math.nan, math.nan)
-    rank = p / 100.0 * total
-    b = int(np.searchsorted(cumulative, rank, side="left"))
-    b = min(b, len(cumulative) - 1)
-    high = float(h.bounds[b])
-    low = float(h.bounds[b - 1]) if b > 0 else min(0.0, high)
-    if math.isinf(high):
-        finite = float(h.bounds[b - 1]) if b > 0 else math.nan
-        return (finite, finite, math.inf)
-    before = float(cumulative[b - 1]) if b > 0 else 0.0
-    in_bucket = float(h.counts[b])
-    if in_bucket <= 0:
-        return (high, low, high)
-    return (low + (high - low) * (rank - before) / in_bucket, low, high)

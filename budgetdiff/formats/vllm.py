@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -100,44 +100,14 @@ def _one(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str, latency_key: 
     detailed = "ttfts" in result or "itls" in result  # one of them alone: a broken file
     if not detailed and any(_SUMMARY_KEY.fullmatch(k) for k in result):
         return _aggregate(result, ctx, prefix, tool)
-
-    def need(name: str) -> Any:
-        if name not in result:
-            extra = " (run with --save-detailed / --output-details)" if name == "ttfts" else ""
-            raise ctx.error(f"{prefix}key '{name}'", f"is missing{extra}")
-        return result[name]
-
-    ttft_s = numbers(need("ttfts"), f"{prefix}key 'ttfts'", ctx, latency=True)
-    itl_lists = need("itls")
-    if not isinstance(itl_lists, list):
-        raise ctx.error(f"{prefix}key 'itls'", "must be a list of lists (one per request)")
-    gaps_s = number_lists(itl_lists, lambda i: f"{prefix}key 'itls'[{i}]", ctx, latency=True)
-    lists: dict[str, Any] = {"ttfts": ttft_s, "itls": itl_lists}
-    total_s: FloatArray | None = None
-    if latency_key is not None:
-        total_s = numbers(need(latency_key), f"{prefix}key '{latency_key}'", ctx, latency=True)
-        lists[latency_key] = total_s
-    input_tokens = _opt_numbers(result, "input_lens", ctx, prefix)
-    output_tokens = _opt_numbers(result, "output_lens", ctx, prefix)
-    start_time = _opt_numbers(result, "start_times", ctx, prefix)
-    for list_name, values in (
-        ("input_lens", input_tokens),
-        ("output_lens", output_tokens),
-        ("start_times", start_time),
-    ):
-        if values is not None:
-            lists[list_name] = values
-    errors = result.get("errors")
-    if errors is not None:
-        errors = _strings(errors, f"{prefix}key 'errors'", ctx)
-        lists["errors"] = errors
-    n = same_length(lists, ctx, prefix)
-
+    lists = _per_request(result, ctx, prefix, latency_key)
+    n = lists.n
+    errors = lists.errors
     ok = np.array([not e for e in errors], dtype=bool) if errors is not None else np.ones(n, bool)
-    ttft = np.where(ok, ttft_s * 1000.0, np.nan)
-    gaps_ms = _succeeded_gaps(gaps_s, ok)
-    if total_s is not None:
-        total = np.where(ok, total_s * 1000.0, np.nan)
+    ttft = np.where(ok, lists.ttft_s * 1000.0, np.nan)
+    gaps_ms = _succeeded_gaps(lists.gaps_s, ok)
+    if lists.total_s is not None:
+        total = np.where(ok, lists.total_s * 1000.0, np.nan)
         decode = total - ttft
         if (decode < -1e-6).any():
             i = int(np.argmax(decode < -1e-6))
@@ -156,12 +126,64 @@ def _one(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str, latency_key: 
         ttft=ttft,
         total=total,
         ok=ok,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
+        input_tokens=lists.input_tokens,
+        output_tokens=lists.output_tokens,
         itl=gaps_ms,
-        start_time=start_time,
+        start_time=lists.start_time,
         duration_s=_opt_float(result, "duration"),
         meta={**_meta(result, tool), "schema": DETAILED},
+    )
+
+
+@dataclass(frozen=True)
+class _Lists:
+    """A detailed result's per-request lists, checked and of one length `n` (seconds)."""
+
+    n: int
+    ttft_s: FloatArray
+    gaps_s: Itl
+    total_s: FloatArray | None
+    input_tokens: FloatArray | None
+    output_tokens: FloatArray | None
+    start_time: FloatArray | None
+    errors: list[str] | None
+
+
+def _per_request(result: dict[str, Any], ctx: Ctx, prefix: str, latency_key: str | None) -> _Lists:
+    def need(name: str) -> Any:
+        if name not in result:
+            extra = " (run with --save-detailed / --output-details)" if name == "ttfts" else ""
+            raise ctx.error(f"{prefix}key '{name}'", f"is missing{extra}")
+        return result[name]
+
+    ttft_s = numbers(need("ttfts"), f"{prefix}key 'ttfts'", ctx, latency=True)
+    itl_lists = need("itls")
+    if not isinstance(itl_lists, list):
+        raise ctx.error(f"{prefix}key 'itls'", "must be a list of lists (one per request)")
+    gaps_s = number_lists(itl_lists, lambda i: f"{prefix}key 'itls'[{i}]", ctx, latency=True)
+    lists: dict[str, Any] = {"ttfts": ttft_s, "itls": itl_lists}
+    total_s: FloatArray | None = None
+    if latency_key is not None:
+        total_s = numbers(need(latency_key), f"{prefix}key '{latency_key}'", ctx, latency=True)
+        lists[latency_key] = total_s
+    optional = {
+        name: _opt_numbers(result, name, ctx, prefix)
+        for name in ("input_lens", "output_lens", "start_times")
+    }
+    lists.update({name: values for name, values in optional.items() if values is not None})
+    errors = result.get("errors")
+    if errors is not None:
+        errors = _strings(errors, f"{prefix}key 'errors'", ctx)
+        lists["errors"] = errors
+    return _Lists(
+        n=same_length(lists, ctx, prefix),
+        ttft_s=ttft_s,
+        gaps_s=gaps_s,
+        total_s=total_s,
+        input_tokens=optional["input_lens"],
+        output_tokens=optional["output_lens"],
+        start_time=optional["start_times"],
+        errors=errors,
     )
 
 

@@ -46,7 +46,7 @@ def change(r: Row, words: Mapping[str, str] = CHANGE_WORDS) -> str:
     if r.change == "inconclusive":
         if r.needed:
             word += f" (needs {r.needed} requests)"
-        elif any("too coarse" in n for n in r.notes):
+        elif r.coarse_buckets:
             word += " (buckets too coarse)"
         else:
             word += " (no per-request data)"

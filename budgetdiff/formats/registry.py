@@ -1,0 +1,91 @@
+"""The typed registry of readers: each format's name, default schema and module, in the order
+detection tries them (most specific first: the native table reader accepts any table, so it
+comes last).
+
+A reader module holds `NAME`, `sniff(head, name) -> bool` (content detection from the first
+bytes; the file name is only a hint) and `read(data, source, options) -> list[Run]` (one Run
+per scenario). Modules are imported on first use: start-up pays only for the reader it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, cast
+
+from budgetdiff.errors import UsageError
+
+if TYPE_CHECKING:
+    from budgetdiff.formats.options import ReadOptions
+    from budgetdiff.table import Run
+
+
+class ReaderModule(Protocol):
+    """What every module of a format provides."""
+
+    NAME: str
+
+    def sniff(self, head: bytes, name: str) -> bool: ...
+
+    def read(self, data: bytes, source: str, options: ReadOptions) -> list[Run]: ...
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One format: `--format NAME`, the schema it takes when the file names no version of its
+    own (readers that tell versions apart set `meta["schema"]`), and the module that reads it."""
+
+    name: str
+    schema: str
+    module_name: str
+
+    @property
+    def module(self) -> ReaderModule:
+        return cast("ReaderModule", importlib.import_module(self.module_name))
+
+    def sniff(self, head: bytes, name: str) -> bool:
+        return self.module.sniff(head, name)
+
+    def read(self, data: bytes, source: str, options: ReadOptions) -> list[Run]:
+        return self.module.read(data, source, options)
+
+
+def _reader(name: str, schema: str) -> Reader:
+    return Reader(name, schema, f"budgetdiff.formats.{name.replace('-', '_')}")
+
+
+READERS = (
+    _reader("vllm", "bench serve result"),
+    _reader("sglang", "bench_serving result"),
+    _reader("aiperf", "current"),
+    _reader("genai-perf", "profile export"),
+    _reader("llmperf", "individual responses"),
+    _reader("guidellm", "benchmarks"),
+    _reader("inference-perf", "lifecycle metrics"),
+    _reader("otlp", "OTLP/JSON"),
+    _reader("otel-console", "ConsoleSpanExporter"),
+    _reader("prometheus", "text exposition"),
+    _reader("native", "table"),
+)
+BY_NAME = {r.name: r for r in READERS}
+ALIASES = {
+    "csv": "native",
+    "tsv": "native",
+    "parquet": "native",
+    "jsonl": "native",
+    "json": "native",
+    "otlp-json": "otlp",
+}
+
+
+def names() -> list[str]:
+    """What `--format` accepts: `auto` and every reader's name."""
+    return ["auto", *BY_NAME]
+
+
+def reader(name: str) -> Reader:
+    """The reader `--format NAME` picks (an alias such as `csv` names its reader)."""
+    found = BY_NAME.get(ALIASES.get(name, name))
+    if found is None:
+        raise UsageError(f"--format {name!r}: unknown; choose one of {', '.join(names())}")
+    return found
