@@ -161,8 +161,7 @@ def _read_table(results: object, side: str, budget: Budget) -> list[Run]:
     import pyarrow as pa
 
     from budgetdiff.evaluate import read_options
-    from budgetdiff.formats import native
-    from budgetdiff.formats.detect import _MALFORMED
+    from budgetdiff.formats import detect
 
     pandas = sys.modules.get("pandas")  # a DataFrame means pandas is imported already
     kind = type(results).__name__
@@ -187,11 +186,8 @@ def _read_table(results: object, side: str, budget: Budget) -> list[Run]:
             f"{source}: not a table of one row per request ({what}); give every column the "
             "same length and plain numbers"
         ) from None
-    try:
-        return native.read_arrow(table, source, read_options(budget))
-    except _MALFORMED as e:  # as detect.read maps them for files
-        what = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-        raise InputError(f"{source}: cannot be read ({what})") from None
+    # the reader's errors sorted as for a file: its own ReadError, or a bug of the reader's
+    return detect.read_arrow(table, source, read_options(budget))
 
 
 def _column(values: Any) -> Any:
