@@ -1,5 +1,5 @@
 """The Python API: `compare` and `check` on files or tables in memory, returning the Report the
-CLI renders. The same pipeline as the CLI (`cli.read_files`, `cli.evaluate`); only the edges
+CLI renders. The same pipeline as the CLI (`budgetdiff.evaluate`); only the edges
 differ: results may be DataFrames, pyarrow Tables or dicts of arrays, the budget a dict.
 
 Importing this module is cheap (it is imported with the package); the work starts at the call.
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     import pyarrow
 
     from budgetdiff.budget import Budget
+    from budgetdiff.evaluate import Reading
     from budgetdiff.report import Report
     from budgetdiff.table import Run
 
@@ -54,7 +55,8 @@ def compare(
     """
     b = load_budget(budget)
     kinds = _fail_on(fail_on, b)
-    return _evaluate(_runs(base, "base", b, format), _runs(head, "head", b, format), b, kinds, id)
+    reading = _reading(b, format)
+    return _evaluate(_runs(base, "base", reading), _runs(head, "head", reading), b, kinds, id)
 
 
 def check(
@@ -65,9 +67,28 @@ def check(
     format: str = "auto",
     id: str = "default",
 ) -> Report:
-    """One run against the SLO and the slice budgets, no base, as `budgetdiff check` does."""
+    """One run against the SLO and the slice budgets, no base, as `budgetdiff check` does.
+    Takes `compare`'s arguments less `base`."""
     b = load_budget(budget)
-    return _evaluate(None, _runs(head, "head", b, format), b, _fail_on(fail_on, b), id)
+    head_runs = _runs(head, "head", _reading(b, format))
+    return _evaluate(None, head_runs, b, _fail_on(fail_on, b), id)
+
+
+def _reading(budget: Budget, fmt: str) -> Reading:
+    """How the API reads files: as the CLI does, with the process's environment."""
+    from budgetdiff.evaluate import Reading  # the pipeline: `import budgetdiff` stays cheap
+
+    return Reading(budget=budget, environ=os.environ, fmt=fmt)
+
+
+def _evaluate(
+    base: list[Run] | None, head: list[Run], budget: Budget, fail_on: list[str], report_id: str
+) -> Report:
+    """The CLI's pipeline on the runs the API has read."""
+    from budgetdiff.evaluate import evaluate
+
+    _check_id(report_id)
+    return evaluate(base, head, budget, fail_on=fail_on, report_id=report_id)
 
 
 def load_budget(budget: BudgetLike) -> Budget:
@@ -97,18 +118,15 @@ def _names_a_file(value: object) -> bool:
     return value.strip().endswith((".yml", ".yaml", ".json")) or Path(value).is_file()
 
 
-def _evaluate(
-    base: list[Run] | None, head: list[Run], budget: Budget, fail_on: list[str], report_id: str
-) -> Report:
-    from argparse import ArgumentTypeError
+def _check_id(report_id: str) -> None:
+    import argparse
 
-    from budgetdiff.cli import _report_id, evaluate
+    from budgetdiff.cli import report_id as id_rule  # the CLI's rule for --id
 
     try:
-        _report_id(report_id)  # the CLI's rule for --id
-    except ArgumentTypeError as e:
+        id_rule(report_id)
+    except argparse.ArgumentTypeError as e:
         raise UsageError(f"id: {e}") from None
-    return evaluate(base, head, budget, fail_on, report_id, None)
 
 
 def _fail_on(kinds: Iterable[str] | None, budget: Budget) -> list[str]:
@@ -128,25 +146,22 @@ def _fail_on(kinds: Iterable[str] | None, budget: Budget) -> list[str]:
     return out
 
 
-def _runs(results: Results, side: str, budget: Budget, fmt: str) -> list[Run]:
+def _runs(results: Results, side: str, reading: Reading) -> list[Run]:
     """One side's runs: files through the CLI's readers, tables through the native reader."""
-    from budgetdiff.cli import read_files
-
     if isinstance(results, (str, os.PathLike)):
-        return read_files([os.fspath(results)], None, fmt, budget, os.environ)
+        return reading.side([os.fspath(results)]).runs
     if isinstance(results, (list, tuple)):
         paths = [os.fspath(p) for p in results if isinstance(p, (str, os.PathLike))]
         if paths and len(paths) == len(results):  # several files of one run
-            return read_files(paths, None, fmt, budget, os.environ)
-    return _read_table(results, side, budget)
+            return reading.side(paths).runs
+    return _read_table(results, side, reading.budget)
 
 
 def _read_table(results: object, side: str, budget: Budget) -> list[Run]:
     import pyarrow as pa
 
-    from budgetdiff.cli import read_options
-    from budgetdiff.formats import native
-    from budgetdiff.formats.detect import _MALFORMED
+    from budgetdiff.evaluate import read_options
+    from budgetdiff.formats import detect
 
     pandas = sys.modules.get("pandas")  # a DataFrame means pandas is imported already
     kind = type(results).__name__
@@ -171,11 +186,8 @@ def _read_table(results: object, side: str, budget: Budget) -> list[Run]:
             f"{source}: not a table of one row per request ({what}); give every column the "
             "same length and plain numbers"
         ) from None
-    try:
-        return native.read_arrow(table, source, read_options(budget))
-    except _MALFORMED as e:  # as detect.read maps them for files
-        what = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-        raise InputError(f"{source}: cannot be read ({what})") from None
+    # the reader's errors sorted as for a file: its own ReadError, or a bug of the reader's
+    return detect.read_arrow(table, source, read_options(budget))
 
 
 def _column(values: Any) -> Any:

@@ -21,7 +21,7 @@ import pytest
 import budgetdiff
 from budgetdiff.budget import parse_budget
 from budgetdiff.cli import main
-from budgetdiff.errors import BudgetError, InputError, UsageError
+from budgetdiff.errors import BudgetError, InputError, ReaderBug, UsageError
 from budgetdiff.report import FRAME_COLUMNS, Report
 from budgetdiff.testing import assert_within_budget
 from tests.conftest import DEMO, ROOT
@@ -171,6 +171,24 @@ def test_bad_input_raises_the_clis_one_line_errors(
     with pytest.raises(error, match=message) as caught:
         budgetdiff.check(results, budget)  # type: ignore[arg-type]
     assert "\n" not in str(caught.value)
+
+
+def test_a_bug_in_the_in_memory_reader_is_a_bug_not_bad_input(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A KeyError inside the native reader of a DataFrame is budgetdiff's bug (ReaderBug, exit
+    3 in the CLI), never an InputError that blames the user's table."""
+    from budgetdiff.formats import native
+
+    def broken(*args: object) -> None:
+        raise KeyError("stands for any bug")
+
+    monkeypatch.setattr(native, "read_arrow", broken)
+    with pytest.raises(ReaderBug) as caught:
+        budgetdiff.check(pd.read_csv(HEAD), DEMO_BUDGET)
+    assert not isinstance(caught.value, InputError)
+    assert (caught.value.format, caught.value.file) == ("native", "head (DataFrame)")
+    assert isinstance(caught.value.original, KeyError)
 
 
 def test_fail_on_and_id() -> None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from budgetdiff.compare import METRIC_LABELS
 from tests.helpers import BUDGET, compare_json, run, slices, write_table
 
 
@@ -228,3 +230,39 @@ def test_base_ref_reads_the_file_from_git(
         capsys,
     )
     assert code == 0 and json.loads(out)["findings"][0]["kind"] == "no_base"
+
+
+def _page_data(page: Path) -> dict[str, Any]:
+    text = page.read_text(encoding="utf-8")
+    start = text.index('<script type="application/json" id="budgetdiff-data">')
+    body = text[text.index(">", start) + 1 : text.index("</script>", start)]
+    data: dict[str, Any] = json.loads(body)
+    return data
+
+
+def test_the_page_draws_base_and_head_of_every_row(
+    tail_pair: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, head, budget = tail_pair
+    page = tmp_path / "page.html"
+    _, report = compare_json(capsys, base, head, budget, "--html", str(page))
+    cdfs = _page_data(page)["cdfs"]
+    rows = [METRIC_LABELS[r["metric"]] for r in report["slo"]]
+    rows += [r["name"] for r in report["slices"]]
+    assert [c["title"] for c in cdfs] == [f"{r}: base vs head" for r in rows]
+    for c in cdfs:  # both sides drawn: each CDF climbs to 1
+        assert c["base"][-1] == 1 and c["head"][-1] == 1
+    # check has no base: the head alone
+    code, _, err = run(
+        ["check", "--head", str(head), "--budget", str(budget), "--html", str(page)], capsys
+    )
+    assert code == 0, err
+    assert all(set(c["base"]) == {None} for c in _page_data(page)["cdfs"])
+
+
+def test_the_demo_leaves_its_options_as_given(capsys: pytest.CaptureFixture[str]) -> None:
+    """demo compares the bundled pair by handing compare new options, never by rewriting the
+    parsed ones: a second run in the same process prints the same."""
+    first = run(["demo", "--output", "json"], capsys)
+    assert first == run(["demo", "--output", "json"], capsys)
+    assert first[0] == 0 and json.loads(first[1])["verdict"] == "fail"

@@ -100,7 +100,9 @@ def test_unattributed_time_is_a_slice(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "unattributed" in out
 
 
-def test_whatif(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_whatif_estimate_over_the_slo_names_the_longest_answer_that_fits(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     budget = tmp_path / "budget.yml"
     budget.write_text(BUDGET)
     code, out, _ = run(

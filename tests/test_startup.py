@@ -75,6 +75,31 @@ def test_the_table_output_imports_its_renderer_alone(pair: list[str]) -> None:
     assert not [m for m in UNNEEDED if m in modules and m not in its_own]
 
 
+def test_a_compare_imports_no_other_commands_code(pair: list[str]) -> None:
+    """Each subcommand's module is imported when it runs; what a plain compare does not use
+    (GitHub, a history, aggregate inputs, the page) stays unloaded."""
+    code, modules = imported(["compare", *pair, "--output", "json"])
+    assert code in (0, 1)
+    assert "budgetdiff.evaluate" in modules  # the probe saw the pipeline run
+    unused = (
+        "budgetdiff.commands.",
+        "budgetdiff.github",
+        "budgetdiff.history",
+        "budgetdiff.aggregate",
+        "budgetdiff.render.page",
+        "budgetdiff.render.markdown",
+    )
+    assert not [m for m in modules if m.startswith(unused)]
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["compare", "--help"]])
+def test_help_and_version_do_without_the_pipeline(args: list[str]) -> None:
+    code, modules = imported(args)
+    assert code == 0
+    assert "budgetdiff.cli" in modules  # the probe ran the CLI
+    assert not [m for m in ("budgetdiff.evaluate", "budgetdiff.budget", "pydantic") if m in modules]
+
+
 def test_plugins_a_user_names_keep_pydantics_loader(pair: list[str]) -> None:
     import os
 

@@ -1,0 +1,214 @@
+"""`budgetdiff whatif`: the back-of-envelope estimate TTFT + tokens / rate + tail, or measured
+requests with some slices scaled or shifted, against the SLO with its headroom. Exit 0 when it
+fits, 1 when it does not."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO, TypeAlias
+
+from budgetdiff import whatif
+from budgetdiff.budget import Budget, load_budget
+from budgetdiff.errors import UsageError
+from budgetdiff.evaluate import Reading, WhatIf, what_if
+from budgetdiff.numbers import count, ms, pct, percentile, setting_pct, signed_ms
+from budgetdiff.render.text import plain
+
+# (what, value, its SLO target): one line each against the SLO
+Check: TypeAlias = tuple[str, float | None, float | None]
+
+
+@dataclass(frozen=True)
+class WhatifOptions:
+    """whatif: the estimate's numbers, or measured requests and the changes to their slices."""
+
+    budget: str = "budget.yml"
+    ttft: float | None = None
+    tokens_per_s: float | None = None
+    tpot: float | None = None
+    tokens: float | None = None
+    tail: float = 0.0
+    head: tuple[str, ...] = ()
+    head_ref: str | None = None
+    format: str = "auto"
+    scenario: tuple[str, ...] = ()
+    scale: tuple[str, ...] = ()  # SLICE=FACTOR, as given
+    add: tuple[str, ...] = ()  # SLICE=MS, as given
+
+
+def run(o: WhatifOptions, env: Mapping[str, str], out: TextIO) -> int:
+    budget = load_budget(Path(o.budget))
+    if o.head:
+        return _recompute(o, budget, env, out)
+    return _estimate(o, budget, out)
+
+
+# ---- the estimate ---------------------------------------------------------------------------
+
+
+def _estimate(o: WhatifOptions, budget: Budget, out: TextIO) -> int:
+    """TTFT + (tokens - 1) / rate + tail against the SLO with its headroom."""
+    ttft, tokens, per_token = _estimate_numbers(o)
+    est = whatif.Estimate(ttft, per_token, int(tokens), o.tail)
+    rate = f"{o.tokens_per_s:g} tokens/s" if o.tpot is None else f"{ms(per_token)}/token"
+    out.write(
+        f"estimated end to end: TTFT {ms(est.ttft_ms)} + {count(est.tokens - 1)} tokens after the "
+        f"first at {rate} ({ms(est.decode_ms)}) + tail {ms(est.tail_ms)} = {ms(est.total_ms)}\n"
+        f"  (the first token is in TTFT; counting all {count(est.tokens)} tokens at the rate: "
+        f"{ms(est.total_all_tokens_ms)})\n"
+    )
+    checks: list[Check] = [
+        ("TTFT", est.ttft_ms, budget.slo.ttft),
+        ("end to end", est.total_ms, budget.slo.total),
+        ("ITL", per_token, budget.slo.itl),
+        ("TPOT", per_token, budget.slo.tpot),
+    ]
+    fits = _against_slo(checks, budget, out)
+    if budget.slo.total is not None:
+        room = budget.slo.total * (1 - budget.headroom) - est.ttft_ms - est.tail_ms
+        longest = math.floor(room / per_token) + 1 if room > 0 else 0
+        out.write(
+            f"  the longest answer that fits the end-to-end target with headroom at this rate: "
+            f"{count(longest)} tokens\n"
+        )
+    out.write("fits\n" if fits else "does not fit\n")
+    return 0 if fits else 1
+
+
+def _estimate_numbers(o: WhatifOptions) -> tuple[float, float, float]:
+    """TTFT, tokens and ms per token after the first, each checked (UsageError: exit 2)."""
+    if o.scale or o.add:
+        raise UsageError("--scale and --add change per-request data: pass it with --head FILE")
+    given = {"--ttft": o.ttft, "--tokens": o.tokens}
+    missing = [k for k, v in given.items() if v is None]
+    if (o.tpot is None) == (o.tokens_per_s is None):
+        missing.append("one of --tokens-per-s or --tpot")
+    if o.ttft is None or o.tokens is None or missing:
+        raise UsageError(
+            f"whatif: give {', '.join(missing)} (or --head FILE to recompute measured requests)"
+        )
+    for flag, value in (
+        ("--ttft", o.ttft),
+        ("--tokens", o.tokens),
+        ("--tokens-per-s", o.tokens_per_s),
+        ("--tpot", o.tpot),
+    ):
+        if value is not None and not whatif.positive(value):
+            raise UsageError(f"whatif: {flag} {value:g}: must be a number above 0")
+    if o.tokens != int(o.tokens):
+        raise UsageError(f"whatif: --tokens {o.tokens:g}: must be a whole number of tokens")
+    if not (whatif.positive(o.tail) or o.tail == 0):
+        raise UsageError(f"whatif: --tail {o.tail:g}: must be 0 ms or more")
+    if o.tpot is not None:
+        return o.ttft, o.tokens, o.tpot
+    assert o.tokens_per_s is not None
+    return o.ttft, o.tokens, whatif.per_token_ms(o.tokens_per_s)
+
+
+def _against_slo(checks: list[Check], budget: Budget, out: TextIO) -> bool:
+    """One line per SLO metric: value vs target with the budget's headroom; all fit?"""
+    fits = True
+    room = setting_pct(budget.headroom)
+    for name, value, target in checks:
+        if target is None or value is None:
+            continue
+        limit = target * (1 - budget.headroom)
+        ok = value <= limit
+        fits &= ok
+        word = "fits" if ok else "OVER" if value > target else "fits the SLO, not the headroom"
+        out.write(
+            f"  {name}: {ms(value)} vs target {ms(target)} ({ms(limit)} with {room} headroom): "
+            f"{word} ({pct(100 * (target - value) / target, signed=True)} headroom)\n"
+        )
+    return fits
+
+
+# ---- measured requests, changed -------------------------------------------------------------
+
+
+def _recompute(o: WhatifOptions, budget: Budget, env: Mapping[str, str], out: TextIO) -> int:
+    """Per-request data with some slices scaled or shifted: percentiles, headroom, attainment."""
+    changes = _changes(o)
+    reading = Reading(budget=budget, environ=env, fmt=o.format, scenarios=o.scenario)
+    head = reading.side(o.head, o.head_ref).runs
+    result = what_if(head, budget, changes, source=o.head[0])
+    said = ", ".join(
+        f"{plain(n)}"
+        + (f" x {c.factor:g}" if c.factor != 1 else "")
+        + (f" {c.add_ms:+g} ms" if c.add_ms else "")
+        for n, c in changes.items()
+    )
+    out.write(
+        f"what if, on {count(result.requests)} measured requests: {said or 'nothing changed'}\n"
+    )
+    for name in result.after.clipped:
+        out.write(
+            f"  {plain(name)}: held at 0 ms in the requests where {changes[name].add_ms:+g} ms "
+            "would take it below\n"
+        )
+    out.write(_before_after(result, percentile(budget.percentile)))
+    checks: list[Check] = [
+        ("TTFT", result.after.ttft_ms, budget.slo.ttft),
+        ("end to end", result.after.total_ms, budget.slo.total),
+    ]
+    fits = _against_slo(checks, budget, out)
+    out.write("fits\n" if fits else "does not fit\n")
+    return 0 if fits else 1
+
+
+def _changes(o: WhatifOptions) -> dict[str, whatif.Change]:
+    """--scale SLICE=F and --add SLICE=MS, one Change per slice (checked: UsageError)."""
+    estimate_flags = [
+        f
+        for f, v in (("--ttft", o.ttft), ("--tpot", o.tpot), ("--tokens", o.tokens))
+        if v is not None
+    ]
+    if estimate_flags or o.tokens_per_s is not None:
+        raise UsageError(
+            f"whatif: {', '.join(estimate_flags) or '--tokens-per-s'} is for the estimate "
+            "without data; with --head FILE use --scale SLICE=F and --add SLICE=MS"
+        )
+    changes: dict[str, whatif.Change] = {}
+    for flag, items in (("--scale", o.scale), ("--add", o.add)):
+        for item in items:
+            name, value = _slice_value(flag, item)
+            old = changes.get(name, whatif.Change())
+            if flag == "--scale":
+                if not value >= 0:
+                    raise UsageError(f"whatif: --scale {plain(item)}: the factor must be 0 or more")
+                changes[name] = whatif.Change(value, old.add_ms)
+            else:
+                changes[name] = whatif.Change(old.factor, value)
+    return changes
+
+
+def _slice_value(flag: str, item: str) -> tuple[str, float]:
+    name, sep, raw = item.partition("=")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not sep or not name or not math.isfinite(value):
+        raise UsageError(f"whatif: {flag} {plain(item)}: write SLICE=NUMBER, e.g. decode=0.8")
+    return name, value
+
+
+def _before_after(result: WhatIf, p: str) -> str:
+    """The percentiles and the SLO attainment, before -> after."""
+    before, after = result.before, result.after
+    lines = [
+        f"  {p} {label}: {ms(b)} -> {ms(a)} ({signed_ms(a - b)})"
+        for label, b, a in (
+            ("TTFT", before.ttft_ms, after.ttft_ms),
+            ("end to end", before.total_ms, after.total_ms),
+        )
+        if b is not None and a is not None
+    ]
+    if before.attainment_pct is not None and after.attainment_pct is not None:
+        lines.append(
+            f"  SLO attainment: {pct(before.attainment_pct)} -> {pct(after.attainment_pct)}"
+        )
+    return "".join(f"{line}\n" for line in lines)
