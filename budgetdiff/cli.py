@@ -95,8 +95,6 @@ class _NoPandas:
 
 
 if TYPE_CHECKING:  # main's seams for the GitHub API
-    from collections.abc import Callable
-
     import httpx
 
 
@@ -140,14 +138,13 @@ def cmd_compare(o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
 
     budget = _load_budget(o.budget)
     fail_on = _fail_on(o.fail_on, budget)
-    args = o.namespace()
-    base_files, no_base = _base_files(args, env)
+    base_files, no_base = _base_files(o, env)
     base_ref = None if o.base_artifact else o.base_ref  # an artifact's files are local
     reading = evaluate.Reading(budget=budget, environ=env, fmt=o.format, scenarios=o.scenario)
     head = reading.side(o.head, o.head_ref)
     base = reading.side(base_files, base_ref) if base_files else None
     same = None
-    if base is not None and base.sizes == head.sizes and _same_bytes(base_files, args, env):
+    if base is not None and base.sizes == head.sizes and _same_bytes(base_files, base_ref, o, env):
         same = (
             f"base ({', '.join(base_files)}) and head ({', '.join(o.head)}) are the same "
             "bytes: nothing was compared; point --base at the base commit's results"
@@ -162,7 +159,7 @@ def cmd_compare(o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
         no_base=no_base,
         same_input=same,
         accepted=_accepted(o, env),
-        history=_history(args, env),
+        history=_history(o.history, env),
     )
     if o.html:  # the trend charts and this run's base vs head distributions
         _write_atomic(Path(o.html), evaluate.trend_page(report, base_runs, head.runs, budget))
@@ -190,7 +187,7 @@ def cmd_check(o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
         budget,
         fail_on=_fail_on(o.fail_on, budget),
         report_id=o.id,
-        history=_history(o.namespace(), env),
+        history=_history(o.history, env),
     )
     if o.html:  # the trend charts and this run's head distributions
         _write_atomic(Path(o.html), evaluate.trend_page(report, None, head.runs, budget))
@@ -208,7 +205,7 @@ def cmd_history(o: HistoryOptions, env: Mapping[str, str], out: TextIO) -> int:
     drift; `--html` draws them. A view: exit 0 whatever it shows."""
     from budgetdiff.commands import history  # numpy and the change points (start-up)
 
-    loaded = _history(argparse.Namespace(history=o.file), env)
+    loaded = _history(o.file, env)
     assert loaded is not None
     trends = history.newest(o.file, loaded)
     out.write(history.trend_table(o.file, loaded, trends))
@@ -258,7 +255,7 @@ def _finish(report: Report, o: RunOptions, env: Mapping[str, str], out: TextIO) 
     out.write(_render(o.output, report))
     out.flush()
     if o.github:
-        _publish(report, o.namespace(), env)
+        _publish(report, o, env)
     return 1 if report.verdict == "fail" else 0
 
 
@@ -271,17 +268,17 @@ def _render(output: str, report: Report) -> str:
     return report.to_text()
 
 
-def _publish(report: Report, args: argparse.Namespace, env: Mapping[str, str]) -> None:
+def _publish(report: Report, o: RunOptions, env: Mapping[str, str]) -> None:
     from budgetdiff import github
     from budgetdiff.render.json import render_json
     from budgetdiff.render.markdown import render_markdown
 
     context = github.GitHubContext.of(env)
-    json_path = Path(args.json) if args.json else _report_path(env, args.id)
-    if not args.json:
+    json_path = Path(o.json) if o.json else _report_path(env, o.id)
+    if not o.json:
         _write_atomic(json_path, render_json(report))
     pub = github.Publication(
-        report_id=args.id,
+        report_id=o.id,
         verdict=report.verdict,
         regressions=report.regressions,
         findings=report.findings,
@@ -289,12 +286,11 @@ def _publish(report: Report, args: argparse.Namespace, env: Mapping[str, str]) -
         render_markdown=lambda limit: render_markdown(report, limit),
         render_resolved=lambda limit: render_markdown(report, limit, resolved=True),
     )
-    github.publish(pub, context, comment=args.comment, comment_author=args.comment_author)
+    github.publish(pub, context, comment=o.comment, comment_author=o.comment_author)
 
 
-def _history(args: argparse.Namespace, env: Mapping[str, str]) -> Loaded | None:
+def _history(path: str | None, env: Mapping[str, str]) -> Loaded | None:
     """The runs of `--history FILE`, each line checked; a skipped line is a warning on stderr."""
-    path = getattr(args, "history", None)
     if path is None:
         return None
     from budgetdiff import history, sources
@@ -307,19 +303,19 @@ def _history(args: argparse.Namespace, env: Mapping[str, str]) -> Loaded | None:
     return loaded
 
 
-def _base_files(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[list[str], str | None]:
+def _base_files(o: RunOptions, env: Mapping[str, str]) -> tuple[list[str], str | None]:
     """The base files to read, or none and why (a missing base is a finding, never a pass)."""
     from budgetdiff import sources
 
-    if args.base_artifact:
-        if not args.github:
+    if o.base_artifact:
+        if not o.github:
             raise UsageError("--base-artifact needs --github (it downloads through the GitHub API)")
         import tempfile
 
         from budgetdiff import github
 
         fetched = github.fetch_base_artifact(
-            args.base_artifact,
+            o.base_artifact,
             github.GitHubContext.of(env),
             Path(tempfile.mkdtemp(prefix="budgetdiff-base-")),
         )
@@ -327,40 +323,41 @@ def _base_files(args: argparse.Namespace, env: Mapping[str, str]) -> tuple[list[
         folder = fetched.folder
         if folder is None:
             return [], (
-                f"no artifact {args.base_artifact!r} from a successful run on the base "
+                f"no artifact {o.base_artifact!r} from a successful run on the base "
                 "branch: run the workflow on the base branch first"
             )
-        names = [Path(p).name for p in (args.base or args.head)]
+        names = [Path(p).name for p in (o.base or o.head)]
         found = [str(folder / n) for n in names if (folder / n).is_file()]
         if not found:
-            return [], (f"artifact {args.base_artifact!r} has no {', '.join(names)}")
-        args.base_ref = None
+            return [], (f"artifact {o.base_artifact!r} has no {', '.join(names)}")
         return found, None
-    if not args.base:
+    if not o.base:
         raise UsageError(
             "compare needs --base FILE (or --base-artifact NAME with --github); "
             "to check one run alone use `budgetdiff check --head FILE`"
         )
-    if args.base_ref is None and not getattr(args, "allow_missing_base", False):
-        return args.base, None  # a local path that is not there is a typo: exit 2, like head
+    if o.base_ref is None and not o.allow_missing_base:
+        return list(o.base), None  # a local path that is not there is a typo: exit 2, like head
     # absent by design: not committed in the base yet, or allowed (the PR adding a benchmark)
-    present = [p for p in args.base if sources.exists(p, args.base_ref)]
-    if len(present) < len(args.base):
-        gone = [p for p in args.base if p not in present]
-        where = f" in {args.base_ref}" if args.base_ref else ""
+    present = [p for p in o.base if sources.exists(p, o.base_ref)]
+    if len(present) < len(o.base):
+        gone = [p for p in o.base if p not in present]
+        where = f" in {o.base_ref}" if o.base_ref else ""
         return [], f"the base results {', '.join(gone)} do not exist{where}"
-    return args.base, None
+    return list(o.base), None
 
 
-def _same_bytes(base: list[str], args: argparse.Namespace, env: Mapping[str, str]) -> bool:
+def _same_bytes(
+    base: list[str], base_ref: str | None, o: RunOptions, env: Mapping[str, str]
+) -> bool:
     """Base and head are the same bytes, file by file (asked only when the sizes match, so a
     real pair costs nothing; a second read is cheaper than holding both files in memory)."""
     from budgetdiff import sources
 
     limit = sources.max_bytes(env)
     return all(
-        sources.read_bytes(b, args.base_ref, limit) == sources.read_bytes(h, args.head_ref, limit)
-        for b, h in zip(base, args.head, strict=True)
+        sources.read_bytes(b, base_ref, limit) == sources.read_bytes(h, o.head_ref, limit)
+        for b, h in zip(base, o.head, strict=True)
     )
 
 
@@ -389,14 +386,10 @@ def _report_path(env: Mapping[str, str], report_id: str) -> Path:
 
 def _write_atomic(path: Path, text: str) -> None:
     """Whole or not at all: a reader never sees half a report."""
-    import tempfile
+    from budgetdiff.budget_file import write_atomically
 
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        write_atomically(path, text.encode("utf-8"))
     except OSError as e:
         raise UsageError(f"{path}: cannot write the report ({e.strerror})") from None
 
@@ -431,11 +424,6 @@ class RunOptions:
     accept_label: str = "budgetdiff:accept"
     write: bool = False  # rebudget: update the budget file
 
-    def namespace(self) -> argparse.Namespace:
-        """These options as argparse's Namespace, for the GitHub and history edge
-        (`_base_files`, `_same_bytes`, `_history`, `_publish`), which reads one still."""
-        return argparse.Namespace(**{f.name: _listed(getattr(self, f.name)) for f in fields(self)})
-
 
 _Options = TypeVar("_Options", bound="DataclassInstance")
 _T = TypeVar("_T")
@@ -452,10 +440,6 @@ def _parsed(kind: type[_Options], args: argparse.Namespace) -> _Options:
 
 def _frozen(value: object) -> object:
     return tuple(value) if isinstance(value, list) else value
-
-
-def _listed(value: object) -> object:
-    return list(value) if isinstance(value, tuple) else value
 
 
 # ---- arguments ------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from budgetdiff.budget import Budget
-from budgetdiff.budget_file import write_budget
 from budgetdiff.errors import BudgetError
 from budgetdiff.numbers import budget_ms, fine_ms, ms, pct, percentile, setting_pct
 from budgetdiff.table import UNATTRIBUTED
@@ -19,9 +18,6 @@ from budgetdiff.table import UNATTRIBUTED
 if TYPE_CHECKING:
     from budgetdiff.whatif import FixFirst
 
-# `cli.cmd_rebudget` writes with `rebudget.write_budget`; it lives in `budget_file` (the budget
-# stage), re-exported here until the CLI imports it from there.
-__all__ = ["Proposal", "feasibility", "missing_slices", "propose", "write_budget"]
 
 # `unattributed` joins a proposal when its measured value or tail contribution would round to at
 # least 1 ms; less is rounding noise.

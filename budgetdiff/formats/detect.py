@@ -99,19 +99,6 @@ def _sorted_errors(fmt: str, source: str) -> Iterator[None]:
         ) from None
 
 
-# What api.py caught around `native.read_arrow` before `read_arrow` above sorted the errors;
-# kept (unchanged) until api.py calls `read_arrow`.
-_MALFORMED = (
-    ValueError,
-    TypeError,
-    KeyError,
-    IndexError,
-    OverflowError,
-    RecursionError,
-    NotImplementedError,
-)
-
-
 def _malformed(error: Exception) -> bool:
     """What a parser raises on malformed input it did not foresee: the readers raise precise
     ReadErrors for what they check, and this is the last resort, so that a hostile file is an
