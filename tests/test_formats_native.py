@@ -127,6 +127,17 @@ def test_failed_rows_may_have_blanks() -> None:
     assert list(bools.succeeded) == [False]
 
 
+@pytest.mark.parametrize("repeat", [1, 4_000], ids=["short: a loop", "long: the kernels"])
+def test_error_texts_mean_the_same_short_or_long(repeat: int) -> None:
+    """A short error column is read by a loop (no pyarrow.compute import at start-up), a long
+    one by Arrow's kernels: the same texts fail the same rows either way."""
+    cells = ["", "  False ", "0", "NO", "none", " null", "timeout", "HTTP 500", "  x  ", "nullx"]
+    body = "".join(f"r{i}-{k},1,2,3,{c}\n" for k in range(repeat) for i, c in enumerate(cells))
+    run = _read("request_id,queue,prefill,decode,error\n" + body)
+    want = [False] * 6 + [True] * 4
+    assert list(run.ok) == [not w for w in want] * repeat  # type: ignore[arg-type]
+
+
 def test_start_time_and_tokens() -> None:
     run = _read("queue,prefill,decode,start_time,input_tokens\n1,2,3,100.5,200\n1,2,3,101,\n")
     np.testing.assert_allclose(run.start_time, [100.5, 101])  # type: ignore[arg-type]

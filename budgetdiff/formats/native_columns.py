@@ -23,6 +23,9 @@ NUMBER = r"^\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|infinity|
 NULL_TEXT = r"^\s*$"
 _ITL_SEPARATOR = r"[\s,;]+"  # between the gaps of a text cell
 _FALSE_TEXT = frozenset({"", "false", "0", "no", "none", "null"})
+# Below this many rows a loop over an error column's texts is faster than importing
+# pyarrow.compute (25-40 ms of every run's start-up); above it the kernels win.
+_KERNELS_FROM_ROWS = 20_000
 
 
 # ---------------------------------------------------------------- columns -> arrays
@@ -187,12 +190,18 @@ def _text(arr: pa.Array, column: str, source: str) -> pa.Array:
 
 
 def failed(table: Table, column: str, source: str) -> np.ndarray[Any, np.dtype[np.bool_]]:
-    import pyarrow.compute as pc
-
     arr = decoded(table.get(column))
     kind = arr.type
-    if pa.types.is_null(kind):
+    if pa.types.is_null(kind):  # an error column left empty: no compute kernels (start-up)
         return np.zeros(len(arr), dtype=bool)
+    is_text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+    if is_text and len(arr) < _KERNELS_FROM_ROWS:
+        texts = arr.to_pylist()
+        return np.array(
+            [t is not None and t.strip().lower() not in _FALSE_TEXT for t in texts], dtype=bool
+        )
+    import pyarrow.compute as pc  # 25-40 ms of start-up: only for a long or non-text column
+
     if pa.types.is_boolean(kind):
         return np.asarray(pc.fill_null(arr, False).to_numpy(zero_copy_only=False), dtype=bool)
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
@@ -200,7 +209,7 @@ def failed(table: Table, column: str, source: str) -> np.ndarray[Any, np.dtype[n
         return np.asarray(floats.to_numpy(zero_copy_only=False) != 0, dtype=bool)
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
         arr = _text(arr, column, source)
-    elif not (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+    elif not is_text:
         raise ReadError.at(
             NAME,
             source,
