@@ -165,8 +165,8 @@ def model_cost(n: int = 1_000_000) -> dict[str, object]:
     fix first (each slice 10% faster, recomputed), against np.percentile of the total."""
     from budgetdiff import attribution, whatif
     from budgetdiff.budget import parse_budget
-    from budgetdiff.compare import slice_parts
     from budgetdiff.prepare import prepare, slice_sum
+    from budgetdiff.rows import slice_parts
     from budgetdiff.table import Run
 
     rng = np.random.default_rng(6)

@@ -7,8 +7,6 @@ the package stays cheap: numpy, pyarrow and the rest load when a function runs.
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import TYPE_CHECKING
 
 from budgetdiff.api import check, compare
@@ -26,16 +24,3 @@ def __getattr__(name: str) -> object:
 
         return Report
     raise AttributeError(f"module 'budgetdiff' has no attribute {name!r}")
-
-
-class _Package(types.ModuleType):
-    """`budgetdiff.compare` is the API function, though a submodule has the same name: loading
-    the submodule (it stays in sys.modules["budgetdiff.compare"]) must not replace it."""
-
-    def __setattr__(self, name: str, value: object) -> None:
-        if name == "compare" and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -11,7 +11,9 @@ import numpy as np
 
 from budgetdiff import numbers, stats
 from budgetdiff.budget import Budget
-from budgetdiff.compare import (
+from budgetdiff.errors import InputError
+from budgetdiff.prepare import Prepared
+from budgetdiff.rows import (
     METRIC_LABELS,
     PER_TOKEN,
     Comparison,
@@ -20,8 +22,6 @@ from budgetdiff.compare import (
     against_target,
     decide_rows,
 )
-from budgetdiff.errors import InputError
-from budgetdiff.prepare import Prepared
 from budgetdiff.table import KNOWN_SLICES, Histogram, Run, histogram_quantile
 
 NO_INTERVAL = "summary input: no per-request data, so no interval; the change is not judged"

@@ -11,13 +11,11 @@ are the same steps for the commands and the page that are not a Report.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from budgetdiff import rebudget, sources, whatif
-from budgetdiff.compare import Comparison, runs_match, slice_parts
+from budgetdiff import rebudget, rows, sources, whatif
 from budgetdiff.errors import InputError, UsageError
 from budgetdiff.formats import ReadOptions, detect
 from budgetdiff.formats.combine import combine
@@ -25,17 +23,13 @@ from budgetdiff.judge import judge
 from budgetdiff.prepare import Prepared, prepare
 from budgetdiff.render.text import plain
 from budgetdiff.report import Report, Scenario
+from budgetdiff.rows import Comparison, runs_match, slice_parts
 from budgetdiff.table import UNATTRIBUTED, Run
 
 if TYPE_CHECKING:
-    import budgetdiff.compare as rows
     from budgetdiff.budget import Budget
     from budgetdiff.history import History, Loaded
     from budgetdiff.judge import Acceptance
-else:
-    # The module, whose `compare` is looked up at each call (a test stands a bug in for it);
-    # `budgetdiff.compare`, the package's attribute, is the API function.
-    rows = importlib.import_module("budgetdiff.compare")
 
 
 # ---- read -----------------------------------------------------------------------------------

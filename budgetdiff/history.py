@@ -21,7 +21,7 @@ import numpy as np
 
 from budgetdiff import changepoint, stats
 from budgetdiff.budget import Budget, Regression
-from budgetdiff.compare import PER_TOKEN, Comparison, Row
+from budgetdiff.rows import PER_TOKEN, Comparison, Row
 
 MAX_BYTES = 64 * 1024**2  # the whole history file
 MAX_LINE = 1024**2  # one report

@@ -9,8 +9,8 @@ from statistics import NormalDist
 from typing import TYPE_CHECKING
 
 from budgetdiff.budget import Budget
-from budgetdiff.compare import Comparison, Row
 from budgetdiff.numbers import count, interval, ms, p_value, pct, percentile, setting_pct, signed_ms
+from budgetdiff.rows import Comparison, Row
 
 if TYPE_CHECKING:
     from budgetdiff.history import History, Trend

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from budgetdiff.compare import Comparison
 from budgetdiff.judge import VERDICT_ORDER, Acceptance, Finding, worst
+from budgetdiff.rows import Comparison
 
 if TYPE_CHECKING:
     import pandas

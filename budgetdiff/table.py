@@ -1,7 +1,7 @@
 """One benchmark run, normalized: per-request columns in milliseconds, whatever tool wrote it.
 
 Every reader (`budgetdiff.formats.*`) returns `Run` objects; everything downstream
-(`compare`, `stats`, `attribution`, `rebudget`) reads only this.
+(`rows`, `stats`, `attribution`, `rebudget`) reads only this.
 """
 
 from __future__ import annotations

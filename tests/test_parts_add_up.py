@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 
 from budgetdiff.budget import parse_budget
-from budgetdiff.compare import Comparison, compare
 from budgetdiff.prepare import prepare
+from budgetdiff.rows import Comparison, compare
 from budgetdiff.table import Run
 from tests.helpers import compare_json, run, write_table
 

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from budgetdiff.budget import parse_budget
-from budgetdiff.compare import compare
 from budgetdiff.prepare import prepare
+from budgetdiff.rows import compare
 from budgetdiff.stats import attainment, compare_percentile, decide
 from budgetdiff.table import Run
 from tests import simulation as sim

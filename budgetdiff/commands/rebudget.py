@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, TextIO
 
 from budgetdiff.budget import Budget, load_budget
 from budgetdiff.budget_file import write_budget
-from budgetdiff.compare import Comparison
 from budgetdiff.errors import UsageError
 from budgetdiff.evaluate import Reading, rebudget_for
 from budgetdiff.numbers import count, ms, num, pct, percentile
 from budgetdiff.render.cells import budget_meaning, fix_first
 from budgetdiff.render.text import plain
+from budgetdiff.rows import Comparison
 
 if TYPE_CHECKING:
     from budgetdiff.cli import RunOptions

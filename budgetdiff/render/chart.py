@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from budgetdiff.compare import Comparison, Row
 from budgetdiff.numbers import num, percentile
+from budgetdiff.rows import Comparison, Row
 
 # Letters and digits of any script, and a few harmless marks; never `:` `;` `#` `%` or a quote,
 # which end a task's text, start a comment or an entity, or a fence's backtick.

@@ -6,7 +6,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-from budgetdiff.compare import Comparison, Row, Side
+from budgetdiff.rows import Comparison, Row, Side
 
 if TYPE_CHECKING:  # render reads the Report; report.py calls render
     from budgetdiff.report import Report, Scenario

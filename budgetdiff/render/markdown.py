@@ -7,7 +7,6 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from budgetdiff.compare import Comparison, Row
 from budgetdiff.judge import Finding
 from budgetdiff.numbers import (
     budget_ms,
@@ -24,6 +23,7 @@ from budgetdiff.numbers import (
 from budgetdiff.render import cells
 from budgetdiff.render.chart import budget_chart
 from budgetdiff.render.text import md
+from budgetdiff.rows import Comparison, Row
 
 if TYPE_CHECKING:  # render reads the Report; report.py calls render
     from budgetdiff.report import Report, Scenario
