@@ -94,8 +94,10 @@ class _NoPandas:
             raise ModuleNotFoundError(f"budgetdiff's CLI does not use {name}", name=name)
 
 
-if TYPE_CHECKING:  # main's seams for the GitHub API
+if TYPE_CHECKING:  # main's seams for the GitHub API, and the context it reads
     import httpx
+
+    from budgetdiff.github import GitHubContext
 
 
 def main(
@@ -110,18 +112,18 @@ def main(
     env = os.environ if environ is None else environ
     parser = _parser()
     args = parser.parse_args(argv)
+    github: GitHubContext | None = None
     try:
         if getattr(args, "github", False):  # the runner's environment, read once
-            from budgetdiff.github import GitHubContext, GitHubEnviron
+            from budgetdiff.github import GitHubContext
 
-            context = GitHubContext.from_environ(env, transport=transport, sleep=sleep)
-            env = GitHubEnviron(env, context)
+            github = GitHubContext.from_environ(env, transport=transport, sleep=sleep)
         with warnings.catch_warnings():
             # numpy's overflow and invalid-value warnings: every result is checked for
             # non-finite values where it matters, and a warning would put lines before the
             # one-line message of an exit 2
             warnings.simplefilter("ignore", RuntimeWarning)
-            return int(args.run(args, env, sys.stdout))
+            return int(args.run(args, Edge(environ=env, out=sys.stdout, github=github)))
     except BudgetdiffError as e:
         print(f"budgetdiff: error: {one_line(str(e))}", file=sys.stderr)
         return e.exit_code
@@ -133,18 +135,24 @@ def main(
 # ---- commands -------------------------------------------------------------------------------
 
 
-def cmd_compare(o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
+def cmd_compare(o: RunOptions, edge: Edge) -> int:
     from budgetdiff import evaluate  # the pipeline: --help and --version do without it
 
     budget = _load_budget(o.budget)
     fail_on = _fail_on(o.fail_on, budget)
-    base_files, no_base = _base_files(o, env)
+    base_files, no_base = _base_files(o, edge)
     base_ref = None if o.base_artifact else o.base_ref  # an artifact's files are local
-    reading = evaluate.Reading(budget=budget, environ=env, fmt=o.format, scenarios=o.scenario)
+    reading = evaluate.Reading(
+        budget=budget, environ=edge.environ, fmt=o.format, scenarios=o.scenario
+    )
     head = reading.side(o.head, o.head_ref)
     base = reading.side(base_files, base_ref) if base_files else None
     same = None
-    if base is not None and base.sizes == head.sizes and _same_bytes(base_files, base_ref, o, env):
+    if (
+        base is not None
+        and base.sizes == head.sizes
+        and _same_bytes(base_files, base_ref, o, edge.environ)
+    ):
         same = (
             f"base ({', '.join(base_files)}) and head ({', '.join(o.head)}) are the same "
             "bytes: nothing was compared; point --base at the base commit's results"
@@ -158,28 +166,30 @@ def cmd_compare(o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
         report_id=o.id,
         no_base=no_base,
         same_input=same,
-        accepted=_accepted(o, env),
-        history=_history(o.history, env),
+        accepted=_accepted(o, edge.github),
+        history=_history(o.history, edge.environ),
     )
     if o.html:  # the trend charts and this run's base vs head distributions
         _write_atomic(Path(o.html), evaluate.trend_page(report, base_runs, head.runs, budget))
-    return _finish(report, o, env, out)
+    return _finish(report, o, edge)
 
 
-def _accepted(o: RunOptions, env: Mapping[str, str]) -> Acceptance | None:
+def _accepted(o: RunOptions, github: GitHubContext | None) -> Acceptance | None:
     """With --github on a pull request: the accept label, if the PR carries it."""
-    if not (o.github and o.accept_label):
+    if github is None or not o.accept_label:
         return None
     from budgetdiff.github import event  # GitHub's client only with --github (start-up)
 
-    return event.acceptance(event.load_event(env), o.accept_label)
+    return event.acceptance(github.event_payload(), o.accept_label)
 
 
-def cmd_check(o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
+def cmd_check(o: RunOptions, edge: Edge) -> int:
     from budgetdiff import evaluate  # the pipeline: --help and --version do without it
 
     budget = _load_budget(o.budget)
-    reading = evaluate.Reading(budget=budget, environ=env, fmt=o.format, scenarios=o.scenario)
+    reading = evaluate.Reading(
+        budget=budget, environ=edge.environ, fmt=o.format, scenarios=o.scenario
+    )
     head = reading.side(o.head, o.head_ref)
     report = evaluate.evaluate(
         None,
@@ -187,11 +197,11 @@ def cmd_check(o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
         budget,
         fail_on=_fail_on(o.fail_on, budget),
         report_id=o.id,
-        history=_history(o.history, env),
+        history=_history(o.history, edge.environ),
     )
     if o.html:  # the trend charts and this run's head distributions
         _write_atomic(Path(o.html), evaluate.trend_page(report, None, head.runs, budget))
-    return _finish(report, o, env, out)
+    return _finish(report, o, edge)
 
 
 def _load_budget(path: str) -> Budget:
@@ -200,27 +210,27 @@ def _load_budget(path: str) -> Budget:
     return load_budget(Path(path))
 
 
-def cmd_history(o: HistoryOptions, env: Mapping[str, str], out: TextIO) -> int:
+def cmd_history(o: HistoryOptions, edge: Edge) -> int:
     """The newest run of a history file against the ones before it: trends, change points,
     drift; `--html` draws them. A view: exit 0 whatever it shows."""
     from budgetdiff.commands import history  # numpy and the change points (start-up)
 
-    loaded = _history(o.file, env)
+    loaded = _history(o.file, edge.environ)
     assert loaded is not None
     trends = history.newest(o.file, loaded)
-    out.write(history.trend_table(o.file, loaded, trends))
+    edge.out.write(history.trend_table(o.file, loaded, trends))
     if o.html:
         _write_atomic(Path(o.html), history.trend_page(o.file, loaded, trends))
-        out.write(f"wrote {o.html}\n")
+        edge.out.write(f"wrote {o.html}\n")
     return 0
 
 
-def cmd_demo(o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
+def cmd_demo(o: RunOptions, edge: Edge) -> int:
     from importlib.resources import as_file, files
 
     demo = files("budgetdiff") / "demo"
     # the words around the report go where they cannot spoil JSON or markdown output
-    words = out if o.output == "table" else sys.stderr
+    words = edge.out if o.output == "table" else sys.stderr
     with (
         as_file(demo / "base.csv") as base,
         as_file(demo / "head.csv") as head,
@@ -233,7 +243,7 @@ def cmd_demo(o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
             file=words,
         )
         pair = replace(o, base=(str(base),), head=(str(head),), budget=str(budget))
-        code = cmd_compare(pair, env, out)
+        code = cmd_compare(pair, edge)
     print(
         f"\nThe demo's verdict would make `compare` exit {code} (0 pass or warn, 1 fail); "
         "the demo itself exits 0.\nTry it on your own results:\n"
@@ -246,16 +256,16 @@ def cmd_demo(o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
 # ---- outputs --------------------------------------------------------------------------------
 
 
-def _finish(report: Report, o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
+def _finish(report: Report, o: RunOptions, edge: Edge) -> int:
     """Write every output first, then publish; the exit code is the verdict's alone."""
     if o.json:
         _write_atomic(Path(o.json), _render("json", report))
     if o.markdown:
         _write_atomic(Path(o.markdown), _render("markdown", report))
-    out.write(_render(o.output, report))
-    out.flush()
-    if o.github:
-        _publish(report, o, env)
+    edge.out.write(_render(o.output, report))
+    edge.out.flush()
+    if edge.github is not None:
+        _publish(report, o, edge.github)
     return 1 if report.verdict == "fail" else 0
 
 
@@ -268,13 +278,12 @@ def _render(output: str, report: Report) -> str:
     return report.to_text()
 
 
-def _publish(report: Report, o: RunOptions, env: Mapping[str, str]) -> None:
+def _publish(report: Report, o: RunOptions, context: GitHubContext) -> None:
     from budgetdiff import github
     from budgetdiff.render.json import render_json
     from budgetdiff.render.markdown import render_markdown
 
-    context = github.GitHubContext.of(env)
-    json_path = Path(o.json) if o.json else _report_path(env, o.id)
+    json_path = Path(o.json) if o.json else context.report_path(o.id)
     if not o.json:
         _write_atomic(json_path, render_json(report))
     pub = github.Publication(
@@ -303,12 +312,12 @@ def _history(path: str | None, env: Mapping[str, str]) -> Loaded | None:
     return loaded
 
 
-def _base_files(o: RunOptions, env: Mapping[str, str]) -> tuple[list[str], str | None]:
+def _base_files(o: RunOptions, edge: Edge) -> tuple[list[str], str | None]:
     """The base files to read, or none and why (a missing base is a finding, never a pass)."""
     from budgetdiff import sources
 
     if o.base_artifact:
-        if not o.github:
+        if edge.github is None:
             raise UsageError("--base-artifact needs --github (it downloads through the GitHub API)")
         import tempfile
 
@@ -316,7 +325,7 @@ def _base_files(o: RunOptions, env: Mapping[str, str]) -> tuple[list[str], str |
 
         fetched = github.fetch_base_artifact(
             o.base_artifact,
-            github.GitHubContext.of(env),
+            edge.github,
             Path(tempfile.mkdtemp(prefix="budgetdiff-base-")),
         )
         print(fetched.annotation(), flush=True)  # where the base came from, or why none
@@ -378,12 +387,6 @@ def _fail_on(raw: str | None, budget: Budget) -> list[str]:
     return kinds
 
 
-def _report_path(env: Mapping[str, str], report_id: str) -> Path:
-    from budgetdiff.github import GitHubContext
-
-    return GitHubContext.of(env).report_path(report_id)
-
-
 def _write_atomic(path: Path, text: str) -> None:
     """Whole or not at all: a reader never sees half a report."""
     from budgetdiff.budget_file import write_atomically
@@ -395,6 +398,16 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 # ---- options --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Edge:
+    """What a command touches besides its options: the environment, its output stream and,
+    with --github, the runner's context (read from the environment once, by `main`)."""
+
+    environ: Mapping[str, str]
+    out: TextIO
+    github: GitHubContext | None = None
 
 
 @dataclass(frozen=True)
@@ -455,11 +468,11 @@ class _Command:
     # "module:name" is imported only when the command runs (start-up: `budgetdiff compare`
     # does not import what `whatif` needs)
     options: type[DataclassInstance] | str
-    run: Callable[[Any, Mapping[str, str], TextIO], int] | str
+    run: Callable[[Any, Edge], int] | str
 
-    def __call__(self, args: argparse.Namespace, env: Mapping[str, str], out: TextIO) -> int:
+    def __call__(self, args: argparse.Namespace, edge: Edge) -> int:
         options = _named(self.options)
-        return int(_named(self.run)(_parsed(options, args), env, out))
+        return int(_named(self.run)(_parsed(options, args), edge))
 
 
 def _named(value: _T | str) -> _T:

@@ -3,9 +3,8 @@ to put it in the budget file."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from budgetdiff.budget import Budget, load_budget
 from budgetdiff.budget_file import write_budget
@@ -17,24 +16,24 @@ from budgetdiff.render.text import plain
 from budgetdiff.rows import Comparison
 
 if TYPE_CHECKING:
-    from budgetdiff.cli import RunOptions
+    from budgetdiff.cli import Edge, RunOptions
 
 
-def run(o: RunOptions, env: Mapping[str, str], out: TextIO) -> int:
+def run(o: RunOptions, edge: Edge) -> int:
     budget = load_budget(Path(o.budget))
     if not budget.slices:
         raise UsageError(f"{o.budget}: has no `slices:` to re-split; add them first")
-    reading = Reading(budget=budget, environ=env, fmt=o.format, scenarios=o.scenario)
+    reading = Reading(budget=budget, environ=edge.environ, fmt=o.format, scenarios=o.scenario)
     c = rebudget_for(reading.side(o.head, o.head_ref).runs, budget, source=o.head[0])
-    out.write(proposal_text(c, budget))
+    edge.out.write(proposal_text(c, budget))
     proposal = c.rebudget
     assert proposal is not None  # rebudget_for says why when there is none
     if o.write:
         if not proposal.fits:
-            out.write("not written: it does not fit the SLO (see above)\n")
+            edge.out.write("not written: it does not fit the SLO (see above)\n")
             return 1
         write_budget(Path(o.budget), proposal.allocation)
-        out.write(f"wrote {o.budget}\n")
+        edge.out.write(f"wrote {o.budget}\n")
     return 0
 
 

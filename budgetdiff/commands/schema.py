@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING
 
 from budgetdiff.budget import json_schema
+
+if TYPE_CHECKING:
+    from budgetdiff.cli import Edge
 
 
 @dataclass(frozen=True)
@@ -15,6 +17,6 @@ class NoOptions:
     """schema takes none."""
 
 
-def run(o: NoOptions, env: Mapping[str, str], out: TextIO) -> int:
-    out.write(json.dumps(json_schema(), indent=2) + "\n")
+def run(o: NoOptions, edge: Edge) -> int:
+    edge.out.write(json.dumps(json_schema(), indent=2) + "\n")
     return 0

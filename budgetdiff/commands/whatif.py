@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO, TypeAlias
+from typing import TYPE_CHECKING, TextIO, TypeAlias
 
 from budgetdiff import whatif
 from budgetdiff.budget import Budget, load_budget
@@ -16,6 +16,9 @@ from budgetdiff.errors import UsageError
 from budgetdiff.evaluate import Reading, WhatIf, what_if
 from budgetdiff.numbers import count, ms, pct, percentile, setting_pct, signed_ms
 from budgetdiff.render.text import plain
+
+if TYPE_CHECKING:
+    from budgetdiff.cli import Edge
 
 # (what, value, its SLO target): one line each against the SLO
 Check: TypeAlias = tuple[str, float | None, float | None]
@@ -39,11 +42,11 @@ class WhatifOptions:
     add: tuple[str, ...] = ()  # SLICE=MS, as given
 
 
-def run(o: WhatifOptions, env: Mapping[str, str], out: TextIO) -> int:
+def run(o: WhatifOptions, edge: Edge) -> int:
     budget = load_budget(Path(o.budget))
     if o.head:
-        return _recompute(o, budget, env, out)
-    return _estimate(o, budget, out)
+        return _recompute(o, budget, edge.environ, edge.out)
+    return _estimate(o, budget, edge.out)
 
 
 # ---- the estimate ---------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """budgetdiff's GitHub edge. Re-exports only; each module has one job:
 
-- `context`: the runner's environment, read once (`GitHubContext.from_environ`), and carried
-  to a command's GitHub steps (`GitHubEnviron`)
+- `context`: the runner's environment, read once (`GitHubContext.from_environ`, by
+  `cli.main`, which hands it to a command's GitHub steps)
 - `publish`: a report to the step summary, the outputs, the sticky comment and annotations
 - `fetch`: results from another run (the base branch's artifact, a workflow_run's artifact)
 - `api`: the REST client; `event`: the event payload; `comment`: the sticky comment;
@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from budgetdiff.github.context import GitHubContext, GitHubEnviron
+from budgetdiff.github.context import GitHubContext
 from budgetdiff.github.fetch import BaseResults, fetch_base_artifact, fetch_results_artifact
 from budgetdiff.github.publish import DEFAULT_AUTHOR, Publication, publish, validate_report_id
 
@@ -19,7 +19,6 @@ __all__ = [
     "DEFAULT_AUTHOR",
     "BaseResults",
     "GitHubContext",
-    "GitHubEnviron",
     "Publication",
     "fetch_base_artifact",
     "fetch_results_artifact",

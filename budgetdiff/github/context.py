@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -71,13 +71,6 @@ class GitHubContext:
             sleep=time.sleep if sleep is None else sleep,
         )
 
-    @classmethod
-    def of(cls, environ: Mapping[str, str]) -> GitHubContext:
-        """The context `environ` carries (a `GitHubEnviron`), else one read from it."""
-        if isinstance(environ, GitHubEnviron):
-            return environ.context
-        return cls.from_environ(environ)
-
     def redact(self, text: str) -> str:
         """`text` with the token replaced by `***`: every message that may quote it passes here."""
         return text.replace(self.token, "***") if self.token else text
@@ -103,22 +96,3 @@ class GitHubContext:
         if self.server_url and self.repository and self.run_id.isdigit():
             return f"{self.server_url}/{self.repository}/actions/runs/{self.run_id}#artifacts"
         return None
-
-
-class GitHubEnviron(Mapping[str, str]):
-    """A command's environment with the GitHubContext read from it once. `cli.main` hands one
-    to a --github command, so the GitHub steps inside it (the base artifact, publishing) find
-    the context, and the API's test seams, in the environment every command already takes."""
-
-    def __init__(self, environ: Mapping[str, str], context: GitHubContext) -> None:
-        self._environ = environ
-        self.context = context
-
-    def __getitem__(self, name: str) -> str:
-        return self._environ[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._environ)
-
-    def __len__(self) -> int:
-        return len(self._environ)

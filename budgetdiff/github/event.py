@@ -24,11 +24,6 @@ class PullRequest:
     from_event: bool = True  # read from the event payload (may be stale), not looked up now
 
 
-def load_event(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The event payload at `GITHUB_EVENT_PATH` ({} when absent, e.g. outside Actions)."""
-    return read_event(environ.get("GITHUB_EVENT_PATH", ""))
-
-
 def read_event(path: str) -> dict[str, Any]:
     """The event payload in the file `path` ({} when there is none, e.g. outside Actions)."""
     if not path:
