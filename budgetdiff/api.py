@@ -119,14 +119,10 @@ def _names_a_file(value: object) -> bool:
 
 
 def _check_id(report_id: str) -> None:
-    import argparse
+    from budgetdiff.report import REPORT_ID_RULE, is_report_id
 
-    from budgetdiff.cli import report_id as id_rule  # the CLI's rule for --id
-
-    try:
-        id_rule(report_id)
-    except argparse.ArgumentTypeError as e:
-        raise UsageError(f"id: {e}") from None
+    if not is_report_id(report_id):
+        raise UsageError(f"id: {report_id[:80]!r}: use {REPORT_ID_RULE}")
 
 
 def _fail_on(kinds: Iterable[str] | None, budget: Budget) -> list[str]:

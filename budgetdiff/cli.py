@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import re
 import sys
 import types
 import warnings
@@ -676,11 +675,11 @@ def _whatif_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def report_id(value: str) -> str:
-    """A report's name (`--id`, the API's `id=`): what tells its PR comment apart."""
-    if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", value):
-        raise argparse.ArgumentTypeError(
-            f"{value[:80]!r}: use 1-64 letters, digits, '.', '_' or '-'"
-        )
+    """A report's name (`--id`): what tells its PR comment apart."""
+    from budgetdiff.report import REPORT_ID_RULE, is_report_id
+
+    if not is_report_id(value):
+        raise argparse.ArgumentTypeError(f"{value[:80]!r}: use {REPORT_ID_RULE}")
     return value
 
 

@@ -9,7 +9,6 @@ cap of 10 annotations per level never hides them.
 from __future__ import annotations
 
 import contextlib
-import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +20,7 @@ from budgetdiff.errors import PublishError, UsageError
 from budgetdiff.github import actions, comment, event
 from budgetdiff.github.api import ApiError, GitHubClient
 from budgetdiff.github.context import GitHubContext
+from budgetdiff.report import REPORT_ID_RULE, is_report_id
 
 if TYPE_CHECKING:
     import httpx
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from budgetdiff.judge import Finding
 
 DEFAULT_AUTHOR = "github-actions[bot]"
-_REPORT_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
 @dataclass(frozen=True)
@@ -46,10 +45,9 @@ class Publication:
 
 
 def validate_report_id(report_id: str) -> str:
-    if not _REPORT_ID.fullmatch(report_id):
+    if not is_report_id(report_id):
         raise UsageError(
-            f"--id {report_id!r}: a report id is 1-64 letters, digits, '.', '_' or '-' "
-            "(e.g. --id llama-8b.chat)"
+            f"--id {report_id!r}: a report id is {REPORT_ID_RULE} (e.g. --id llama-8b.chat)"
         )
     return report_id
 
