@@ -174,7 +174,8 @@ def _change(x: _Pair, p: float) -> stats.Change | None:
         assert b.bucket is not None
         lo, hi = b.bucket
         note = (
-            f"base and head fall in the same bucket ({lo:g}, {hi:g}] ms: the buckets "
+            f"base and head fall in the same bucket ({numbers.given(lo)}, {numbers.given(hi)}] ms: "
+            f"the buckets "
             "are too coarse to tell"
         )
     elif b.histogram is not None and h.histogram is not None and b.bucket and h.bucket:
@@ -207,8 +208,8 @@ def _exceedance(b: _Value, h: _Value, p: float) -> tuple[float | None, str]:
         return None, NO_INTERVAL
     return p_value, (
         f"from histogram buckets: {numbers.pct(100 * kb / nb)} of base and "
-        f"{numbers.pct(100 * kh / nh)} of head requests took over {bound:g} ms "
-        f"(expected {100 - p:g}% at p{p:g})"
+        f"{numbers.pct(100 * kh / nh)} of head requests took over {numbers.given(bound)} ms "
+        f"(expected {numbers.given(100 - p)}% at {numbers.percentile(p)})"
     )
 
 
@@ -241,23 +242,23 @@ def _from_histogram(run: Run, name: str, p: float) -> _Value:
     """The percentile inside its bucket, or why the buckets cannot place it."""
     h = run.histograms[name]
     est, lo, hi = histogram_quantile(h, p)
+    at, low, high = numbers.percentile(p), numbers.given(lo), numbers.given(hi)
     if math.isnan(est):
         why = f"the {name} histogram in {run.source} is empty"
         return _Value(None, note=f"{name}: the histogram is empty", missing=why)
     if math.isinf(hi):
         why = (
-            f"p{p:g} is above the highest {name} bucket ({lo:g} ms) in {run.source}: "
+            f"{at} is above the highest {name} bucket ({low} ms) in {run.source}: "
             "the true value is unknown"
         )
-        return _Value(
-            None, note=f"{name}: p{p:g} is above the highest bucket ({lo:g} ms)", missing=why
-        )
+        note = f"{name}: {at} is above the highest bucket ({low} ms)"
+        return _Value(None, note=note, missing=why)
     if hi == float(h.bounds[0]):  # the first bucket: from 0, nothing to place it by
         mean = _mean(run, name)
-        said = f"; the mean from _sum/_count is {mean:.3g} ms" if mean is not None else ""
+        said = f"; the mean from _sum/_count is {numbers.ms(mean)}" if mean is not None else ""
         if mean is not None and mean > hi:
             said += ", above that bucket: the buckets and the sum disagree"
-        coarse = f"p{p:g} is in the first bucket (0, {hi:g}] ms: too coarse to place{said}"
+        coarse = f"{at} is in the first bucket (0, {high}] ms: too coarse to place{said}"
         return _Value(
             None,
             note=f"{name}: {coarse}",
@@ -266,7 +267,7 @@ def _from_histogram(run: Run, name: str, p: float) -> _Value:
         )
     return _Value(
         est,
-        note=f"{name}: from histogram buckets, p{p:g} is in ({lo:g}, {hi:g}] ms",
+        note=f"{name}: from histogram buckets, {at} is in ({low}, {high}] ms",
         bucket=(lo, hi),
         histogram=h,
     )
@@ -275,11 +276,15 @@ def _from_histogram(run: Run, name: str, p: float) -> _Value:
 def _not_held(source: str, p: float, have: list[float]) -> str:
     """`p95 not in s.json: it has p50, p90, p99; set `percentile: 90` or ...`."""
     if not have:
-        return f"p{p:g} not in {source}, nor any other percentile; pass the per-request file"
+        return (
+            f"{numbers.percentile(p)} not in {source}, nor any other percentile; "
+            "pass the per-request file"
+        )
     near = max((q for q in have if q <= p), default=min(have))
     return (
-        f"p{p:g} not in {source}: it has {', '.join(f'p{q:g}' for q in have)}; set "
-        f"`percentile: {near:g}` in the budget or pass the per-request file"
+        f"{numbers.percentile(p)} not in {source}: it has "
+        f"{', '.join(f'{numbers.percentile(q)}' for q in have)}; set "
+        f"`percentile: {numbers.given(near)}` in the budget or pass the per-request file"
     )
 
 

@@ -19,9 +19,8 @@ from pydantic import (
 )
 
 from budgetdiff.errors import BudgetError
-from budgetdiff.numbers import count, schema_bound
+from budgetdiff.numbers import count, schema_bound, setting_pct
 from budgetdiff.table import MAX_MS
-from budgetdiff.units import UNIT_TO_MS as UNIT_TO_MS  # the one unit table, re-exported
 
 FailKind = Literal[
     "breach",
@@ -49,7 +48,7 @@ def _fraction(value: object) -> object:
             raise ValueError(f"write a percentage such as '10%', not {value!r}")
         value = float(m.group(1)) / 100
         if not 0 <= value < 1:
-            raise ValueError(f"write a percentage from 0% to under 100%, not {value:.0%}")
+            raise ValueError(f"write a percentage from 0% to under 100%, not {setting_pct(value)}")
         return value
     if isinstance(value, bool):
         raise ValueError("write a percentage such as '10%'")

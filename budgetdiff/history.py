@@ -19,7 +19,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from budgetdiff import changepoint, stats
+from budgetdiff import changepoint, numbers, stats
 from budgetdiff.budget import Budget, Regression
 from budgetdiff.rows import PER_TOKEN, Comparison, Row
 
@@ -117,7 +117,7 @@ def parse(data: bytes, source: str, link: str | None = None) -> Loaded:
     lines = data.split(b"\n")
     first = max(0, len(lines) - MAX_RUNS - 1)
     if first:
-        skipped.append(f"{source}: only the newest {MAX_RUNS:,} runs are read")
+        skipped.append(f"{source}: only the newest {numbers.count(MAX_RUNS)} runs are read")
     for number, raw in enumerate(lines[first:], first + 1):
         if not raw.strip():
             continue
@@ -138,7 +138,10 @@ class _Skip(Exception):
 def _entries(raw: bytes, number: int) -> list[Entry]:
     """One entry per scenario of the line's report."""
     if len(raw) > MAX_LINE:
-        raise _Skip(f"{len(raw):,} bytes, over the {MAX_LINE:,}-byte limit for one report")
+        raise _Skip(
+            f"{numbers.count(len(raw))} bytes, over the {numbers.count(MAX_LINE)}-byte limit for "
+            f"one report"
+        )
     try:
         doc = json.loads(raw)
     except (ValueError, RecursionError):
@@ -202,7 +205,7 @@ def _number(value: object, where: str) -> float | None:
         raise _Skip(f"`{where}` is not a number")
     x = float(value)
     if not math.isfinite(x) or x < 0 or x > 1e9:
-        raise _Skip(f"`{where}` is {x:g}: not a duration in ms")
+        raise _Skip(f"`{where}` is {numbers.given(x)}: not a duration in ms")
     return x
 
 

@@ -106,3 +106,19 @@ def setting_pct(fraction: float) -> str:
 def schema_bound(x: float) -> str:
     """A bound of the budget schema, in an error message: `1,000`, `0.5`."""
     return f"{x:,.0f}" if x.is_integer() else f"{x:g}"
+
+
+def given(x: float) -> str:
+    """A number as a person or a file gave it, in its shortest form: `0.8`, `1200`, `2.5e+06`
+    (a flag's value echoed back, a histogram's bucket bound, a value refused as absurd)."""
+    return f"{x:g}"
+
+
+def gib(n_bytes: float) -> str:
+    """A size in GiB, one decimal: `3.2 GiB`."""
+    return f"{n_bytes / (1 << 30):.1f} GiB"
+
+
+def signed_given(x: float) -> str:
+    """`given` with its sign: `+50`, `-50`."""
+    return f"{x:+g}"

@@ -11,6 +11,7 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from budgetdiff import numbers
 from budgetdiff.budget import Budget
 from budgetdiff.errors import InputError
 from budgetdiff.table import KNOWN_SLICES, UNATTRIBUTED, FloatArray, Run, repeated_ids
@@ -336,14 +337,16 @@ def _run_notes(run: Run, unordered: bool) -> list[str]:
     unmatched = run.meta.get("unmatched")
     if isinstance(unmatched, int | float) and unmatched > 0:
         notes.append(
-            f"{run.source}: {unmatched:g} succeeded client requests had no server span and are "
+            f"{run.source}: {numbers.given(unmatched)} succeeded client requests had no server "
+            f"span and are "
             "left out; slow or timed-out requests are often the ones missing"
         )
     clipped = run.meta.get("network_clipped")
     if isinstance(clipped, int | float) and clipped > 0:
         most = run.meta.get("network_clipped_max_ms")
         notes.append(
-            f"{run.source}: {clipped:g} requests had a server TTFT above the client's (clocks "
+            f"{run.source}: {numbers.given(clipped)} requests had a server TTFT above the client's "
+            f"(clocks "
             f"disagree by up to {most} ms); their network time is counted as 0"
         )
     if run.request_id is not None and run.n > 1:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from budgetdiff import attribution, rebudget, stats, whatif
+from budgetdiff import attribution, numbers, rebudget, stats, whatif
 from budgetdiff.budget import Budget, Regression
 from budgetdiff.numbers import pct
 from budgetdiff.prepare import Prepared, material, slice_sum
@@ -364,7 +364,7 @@ def _percentiles(
         pairs: list[tuple[float | None, float | None]] = list(change.others)
     else:
         pairs = list(zip(_many(s.base, qs), _many(s.head, qs), strict=True))
-    return {f"p{q:g}": pair for q, pair in zip(qs, pairs, strict=True)}
+    return {f"{numbers.percentile(q)}": pair for q, pair in zip(qs, pairs, strict=True)}
 
 
 @dataclass(frozen=True)
@@ -481,9 +481,12 @@ def _pairing_notes(
     """How the requests were paired, and how the change of the total was split."""
     notes = []
     if pairs is not None:
-        notes.append(f"paired by request id: {len(pairs[0])} requests ran in both")
+        notes.append(f"paired by request id: {numbers.count(len(pairs[0]))} requests ran in both")
     if method is not None:
-        notes.append(f"the change of the p{p:g} end to end is split into the slices by {method}")
+        notes.append(
+            f"the change of the {numbers.percentile(p)} end to end is split into the slices by "
+            f"{method}"
+        )
     return notes
 
 
@@ -590,7 +593,8 @@ def _not_comparable(base: Prepared, head: Prepared) -> list[str]:
         mb, mh = _finite_mean(xb), _finite_mean(xh)
         if mb and mh and abs(mh - mb) / mb > 0.10 and _clearly_apart(xb, xh):
             reasons.append(
-                f"mean {label} differs: base {mb:.0f} tokens, head {mh:.0f} "
+                f"mean {label} differs: base {numbers.count(round(mb))} tokens, "
+                f"head {numbers.count(round(mh))} "
                 f"({pct(100 * (mh / mb - 1), digits=0, signed=True)})"
             )
     return reasons

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from budgetdiff import numbers
 from budgetdiff.errors import GitError, InputError
 
 DEFAULT_MAX_BYTES = 2 * 1024**3  # a results file from a PR is attacker-controlled: cap it
@@ -31,7 +32,8 @@ def read_bytes(path: str, ref: str | None, limit: int) -> bytes:
         size = p.stat().st_size
         if size > limit:
             raise InputError(
-                f"{path}: {size:,} bytes is over the {limit:,}-byte limit for a results file "
+                f"{path}: {numbers.count(size)} bytes is over the {numbers.count(limit)}-byte "
+                f"limit for a results file "
                 f"(raise it with {MAX_BYTES_ENV} if the file is yours)"
             )
         data = p.read_bytes()
@@ -64,7 +66,9 @@ def exists(path: str, ref: str | None) -> bool:
 def _git_show(ref: str, path: str, limit: int) -> bytes:
     data = _git(["show", f"{ref}:./{path}"], ref, path)
     if len(data) > limit:
-        raise InputError(f"{ref}:{path}: over the {limit:,}-byte limit for a results file")
+        raise InputError(
+            f"{ref}:{path}: over the {numbers.count(limit)}-byte limit for a results file"
+        )
     if not data.strip():
         raise InputError(f"{ref}:{path}: the file is empty in that commit")
     return data

@@ -23,6 +23,7 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
+from budgetdiff import numbers
 from budgetdiff.table import BoolArray, FloatArray
 
 IntArray = npt.NDArray[np.intp]
@@ -470,7 +471,7 @@ def _too_few(
     """The percentiles of both sides, without an interval: fewer requests than `needed`."""
     (vb, *ob), (vh, *oh) = percentiles(base, [p, *also]), percentiles(head, [p, *also])
     note = (
-        f"too few requests for an interval at p{p:g}: "
+        f"too few requests for an interval at {numbers.percentile(p)}: "
         f"{base.size} base, {head.size} head, {needed} needed per side"
     )
     delta = vh - vb

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from budgetdiff import numbers
 from budgetdiff.errors import ReadError
 
 FloatArray = npt.NDArray[np.float64]
@@ -166,7 +167,7 @@ def check_bounds(run: Run) -> None:
     for name, by_pct in run.summary.items():
         for pct, value in by_pct.items():
             if np.isfinite(value) and abs(value) > MAX_MS:
-                raise _refused(run, f"{name} at p{pct:g}", None, value, _LATENCY)
+                raise _refused(run, f"{name} at {numbers.percentile(pct)}", None, value, _LATENCY)
     for name, hist in run.histograms.items():
         counts = hist.counts
         if len(counts) and not (np.isfinite(counts) & (counts >= 0) & (counts <= MAX_COUNT)).all():
@@ -176,7 +177,9 @@ def check_bounds(run: Run) -> None:
 
 def _refused(run: Run, field: str, row: int | None, value: float, what: str) -> ReadError:
     where = f" of request #{row + 1}" if row is not None else ""
-    return ReadError(f"{run.source}: {field}{where} is {value:g}, {what}", file=run.source)
+    return ReadError(
+        f"{run.source}: {field}{where} is {numbers.given(value)}, {what}", file=run.source
+    )
 
 
 def _check_per_request(run: Run) -> None:

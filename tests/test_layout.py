@@ -8,6 +8,7 @@ Imports under `if TYPE_CHECKING:` are types only (the renderers name `Report` th
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,26 @@ def test_the_import_walk_sees_what_it_must() -> None:
     assert (5, "budgetdiff.github") in found
     assert not any(target == "budgetdiff.evaluate" for _, target in found)
     assert _rank("budgetdiff.report") > _rank("budgetdiff.render.markdown")  # type: ignore[operator]
+
+
+# a format spec inside an f-string: `{x:.1f}`, `{n:,}`, `{p:g}`, `{f:.0%}`
+_FORMAT_SPEC = re.compile(r"\{[^{}\n]*:[,+]?\.?\d*[,fgde%]?\}")
+
+
+def test_numbers_a_person_reads_go_through_numbers_py() -> None:
+    """One formatter (issue 16): a number is worded by `budgetdiff.numbers`, nowhere else. A
+    Mermaid chart's coordinates are positions, not text, and say so on their line."""
+    found = []
+    for path in _modules():
+        if path.name == "numbers.py":
+            continue
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _FORMAT_SPEC.search(line) and "# coordinates" not in line:
+                found.append(f"{path.relative_to(ROOT.parent)}:{i}: {line.strip()}")
+    assert not found, "\n".join(found)
+
+
+def test_the_format_spec_pattern_sees_the_shapes_it_must() -> None:
+    for shape in ('f"{x:.1f} ms"', 'f"{n:,} rows"', 'f"p{p:g}"', 'f"{f:.0%}"', 'f"{d:+g}"'):
+        assert _FORMAT_SPEC.search(shape), shape
+    assert not _FORMAT_SPEC.search("f\"{ms(x)} and {d['k']}\"")

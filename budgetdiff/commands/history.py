@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from budgetdiff import history
+from budgetdiff import history, numbers
 from budgetdiff.budget import Regression
 from budgetdiff.errors import InputError
 from budgetdiff.history import History, Loaded
@@ -51,5 +51,5 @@ def trend_table(file: str, loaded: Loaded, h: History) -> str:
 
 def trend_page(file: str, loaded: Loaded, h: History) -> str:
     """The page with a chart per row (`--html PAGE`)."""
-    p = f"{loaded.entries[-1].percentile:g}"  # as the table says it
+    p = f"{numbers.given(loaded.entries[-1].percentile)}"  # as the table says it
     return render_page(f"budgetdiff trend · {plain(file, 80)}", float(p), h, [])

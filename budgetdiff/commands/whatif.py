@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, TypeAlias
 
-from budgetdiff import whatif
+from budgetdiff import numbers, whatif
 from budgetdiff.budget import Budget, load_budget
 from budgetdiff.errors import UsageError
 from budgetdiff.evaluate import Reading, WhatIf, what_if
@@ -56,7 +56,10 @@ def _estimate(o: WhatifOptions, budget: Budget, out: TextIO) -> int:
     """TTFT + (tokens - 1) / rate + tail against the SLO with its headroom."""
     ttft, tokens, per_token = _estimate_numbers(o)
     est = whatif.Estimate(ttft, per_token, int(tokens), o.tail)
-    rate = f"{o.tokens_per_s:g} tokens/s" if o.tpot is None else f"{ms(per_token)}/token"
+    rate = f"{ms(per_token)}/token"
+    if o.tpot is None:
+        assert o.tokens_per_s is not None  # _estimate_numbers asks for one of the two
+        rate = f"{numbers.given(o.tokens_per_s)} tokens/s"
     out.write(
         f"estimated end to end: TTFT {ms(est.ttft_ms)} + {count(est.tokens - 1)} tokens after the "
         f"first at {rate} ({ms(est.decode_ms)}) + tail {ms(est.tail_ms)} = {ms(est.total_ms)}\n"
@@ -100,11 +103,13 @@ def _estimate_numbers(o: WhatifOptions) -> tuple[float, float, float]:
         ("--tpot", o.tpot),
     ):
         if value is not None and not whatif.positive(value):
-            raise UsageError(f"whatif: {flag} {value:g}: must be a number above 0")
+            raise UsageError(f"whatif: {flag} {numbers.given(value)}: must be a number above 0")
     if o.tokens != int(o.tokens):
-        raise UsageError(f"whatif: --tokens {o.tokens:g}: must be a whole number of tokens")
+        raise UsageError(
+            f"whatif: --tokens {numbers.given(o.tokens)}: must be a whole number of tokens"
+        )
     if not (whatif.positive(o.tail) or o.tail == 0):
-        raise UsageError(f"whatif: --tail {o.tail:g}: must be 0 ms or more")
+        raise UsageError(f"whatif: --tail {numbers.given(o.tail)}: must be 0 ms or more")
     if o.tpot is not None:
         return o.ttft, o.tokens, o.tpot
     assert o.tokens_per_s is not None
@@ -140,8 +145,8 @@ def _recompute(o: WhatifOptions, budget: Budget, env: Mapping[str, str], out: Te
     result = what_if(head, budget, changes, source=o.head[0])
     said = ", ".join(
         f"{plain(n)}"
-        + (f" x {c.factor:g}" if c.factor != 1 else "")
-        + (f" {c.add_ms:+g} ms" if c.add_ms else "")
+        + (f" x {numbers.given(c.factor)}" if c.factor != 1 else "")
+        + (f" {numbers.signed_given(c.add_ms)} ms" if c.add_ms else "")
         for n, c in changes.items()
     )
     out.write(
@@ -149,7 +154,8 @@ def _recompute(o: WhatifOptions, budget: Budget, env: Mapping[str, str], out: Te
     )
     for name in result.after.clipped:
         out.write(
-            f"  {plain(name)}: held at 0 ms in the requests where {changes[name].add_ms:+g} ms "
+            f"  {plain(name)}: held at 0 ms in the requests where "
+            f"{numbers.signed_given(changes[name].add_ms)} ms "
             "would take it below\n"
         )
     out.write(_before_after(result, percentile(budget.percentile)))

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from budgetdiff.errors import ReadError
+from budgetdiff.numbers import setting_pct
 from budgetdiff.table import BoolArray, FloatArray, Histogram, Itl, Run
 
 MIN_MATCH = 0.9
@@ -164,7 +165,7 @@ def join(client: Run, servers: list[Run], client_src: str, server_src: str) -> R
         sample = ", ".join(str(r) for r in client.request_id[~match.matched][:3].tolist())
         raise ReadError(
             f"{client_src} + {server_src}: only {n_matched} of {n_wanted} requests have a "
-            f"server span with the same request id (need {MIN_MATCH:.0%}; unmatched e.g. "
+            f"server span with the same request id (need {setting_pct(MIN_MATCH)}; unmatched e.g. "
             f"{sample}); pass the client and server files of the same run, and send "
             "X-Request-ID so the server names the request after it",
             file=client_src,

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from budgetdiff import numbers
 from budgetdiff.formats import ReadOptions
 from budgetdiff.formats._client import (
     Ctx,
@@ -71,7 +72,9 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     if isinstance(metadata, dict) and isinstance(metadata.get("guidellm_version"), str):
         meta["tool_version"] = metadata["guidellm_version"]
     version = finite(metadata.get("version")) if isinstance(metadata, dict) else None
-    meta["schema"] = f"v{version:g}" if version is not None else "v1 (no metadata.version)"
+    meta["schema"] = (
+        f"v{numbers.given(version)}" if version is not None else "v1 (no metadata.version)"
+    )
     model = _model(doc)
     if model is not None:
         meta["model"] = model
@@ -232,7 +235,8 @@ def _from_metrics(
     held = "is empty" if kept == 0 else f"holds {kept}"
     note = (
         f"{ctx.source}: requests.successful {held} of the {totals[0]} successful requests "
-        f"(request_totals), too few for p{p:g}; the percentiles are GuideLLM's own over all of them"
+        f"(request_totals), too few for {numbers.percentile(p)}; the percentiles are GuideLLM's "
+        f"own over all of them"
     )
     good, bad = totals
     return Run(

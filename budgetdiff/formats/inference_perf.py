@@ -23,6 +23,7 @@ import numpy as np
 from budgetdiff.errors import ReadError
 from budgetdiff.formats import ReadOptions
 from budgetdiff.formats._client import Ctx, finite, load_json, numbers
+from budgetdiff.numbers import given, ms
 from budgetdiff.table import BoolArray, FloatArray, Itl, Run
 
 NAME = "inference-perf"
@@ -197,7 +198,7 @@ def _run(cols: _Columns, source: str) -> Run:
             i = int(np.flatnonzero(bad)[0])
             raise _fail(
                 source,
-                f"request {i}: negative {name} ({values[i]:.3f} ms): end_time or the token "
+                f"request {i}: negative {name} ({ms(values[i])}): end_time or the token "
                 "times come before start_time",
             )
     slices: dict[str, FloatArray] = {}
@@ -304,7 +305,7 @@ def _aggregate(doc: dict[str, Any], source: str) -> Run:
     meta: dict[str, str | float] = {"format": NAME, "side": side}
     if rate is not None:
         meta["requested_rate"] = rate
-        scenario = scenario or f"rate {rate:g}/s"
+        scenario = scenario or f"rate {given(rate)}/s"
     failures = doc.get("failures") or {}
     failed = finite(failures.get("count")) if isinstance(failures, dict) else None
     if failed is not None:

@@ -12,6 +12,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from budgetdiff import numbers
 from budgetdiff.errors import ReadError
 from budgetdiff.formats.native_sniff import SUFFIXES, unit_of
 from budgetdiff.formats.native_tables import NAME, Table, utf8
@@ -260,7 +261,7 @@ def check_itl(itl: Itl, ok: np.ndarray[Any, np.dtype[np.bool_]], column: str, so
         raise ReadError.at(
             NAME,
             source,
-            f"row {row + 1}, column {column!r}: inter-token gap {values[k]:g} (gap "
+            f"row {row + 1}, column {column!r}: inter-token gap {numbers.given(values[k])} (gap "
             f"{k - int(itl.offsets[row])}); a gap is a finite number >= 0, or mark the "
             "request failed with a non-empty `error` column",
         )
@@ -290,7 +291,8 @@ def check_latency(
         raise ReadError.at(
             NAME,
             source,
-            f"row {i + 1}, column {column!r}: negative latency ({values[i]:g}); a duration "
+            f"row {i + 1}, column {column!r}: negative latency ({numbers.given(values[i])}); a "
+            f"duration "
             "cannot be negative, check how the column is computed",
         )
     inf = np.isinf(values)

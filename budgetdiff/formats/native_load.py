@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from budgetdiff import numbers
 from budgetdiff.errors import ReadError
 from budgetdiff.formats._client import JsonProblem, parse_json
 from budgetdiff.formats.native_sniff import delimiter
@@ -65,14 +66,15 @@ def _load_parquet(data: bytes, source: str) -> Table:
         raise ReadError.at(
             NAME,
             source,
-            f"{rows:,} rows, more than budgetdiff reads ({MAX_PARQUET_ROWS:,}); write a random "
+            f"{numbers.count(rows)} rows, more than budgetdiff reads "
+            f"({numbers.count(MAX_PARQUET_ROWS)}); write a random "
             "sample of the requests (a few hundred thousand give the same percentiles)",
         )
     if size > MAX_PARQUET_BYTES:
         raise ReadError.at(
             NAME,
             source,
-            f"{size / (1 << 30):.1f} GiB uncompressed, more than budgetdiff reads "
+            f"{numbers.gib(size)} uncompressed, more than budgetdiff reads "
             f"({MAX_PARQUET_BYTES >> 30} GiB); keep only the latency columns, or sample the rows",
         )
     try:

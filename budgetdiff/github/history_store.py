@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from budgetdiff import numbers
 from budgetdiff.errors import PublishError, UsageError
 from budgetdiff.github.context import GitHubContext
 
@@ -140,7 +141,9 @@ class Store:
         except PublishError:
             return None  # the branch is there, this report id's file is not yet
         if size > MAX_BYTES:
-            raise PublishError(f"{self.branch}:{path}: {size:,} bytes, over the history limit")
+            raise PublishError(
+                f"{self.branch}:{path}: {numbers.count(size)} bytes, over the history limit"
+            )
         return git("cat-file", "blob", f"FETCH_HEAD:{path}").encode("utf-8", "surrogateescape")
 
     def _git_in(self, folder: str) -> Callable[..., str]:

@@ -51,7 +51,7 @@ def budget_chart(c: Comparison) -> list[str] | None:
         "    dateFormat x",
         "    axisFormat %s.%L s",
         "    section SLO",
-        f"    SLO {num(slo)} ms :milestone, {slo:.0f}, {slo:.0f}",
+        f"    SLO {num(slo)} ms :milestone, {slo:.0f}, {slo:.0f}",  # coordinates: Mermaid's
     ]
     budgeted = [r for r in slices if r.target_ms is not None]
     if budgeted:
@@ -76,6 +76,7 @@ def _laid(rows: list[Row], value: Callable[[Row], float | None], tag: str) -> li
             flag = "crit, " if r.over_budget or r.change == "regression" else ""
         else:
             flag = f"{tag}, "
-        out.append(f"    {label(r.name)} {num(width)} ms :{flag}{start:.0f}, {end:.0f}")
+        span = f"{start:.0f}, {end:.0f}"  # coordinates: Mermaid's, not text
+        out.append(f"    {label(r.name)} {num(width)} ms :{flag}{span}")
         start = end
     return out
