@@ -327,13 +327,10 @@ def _base_files(o: RunOptions, edge: Edge) -> tuple[list[str], str | None]:
             edge.github,
             Path(tempfile.mkdtemp(prefix="budgetdiff-base-")),
         )
-        print(fetched.annotation(), flush=True)  # where the base came from, or why none
         folder = fetched.folder
-        if folder is None:
-            return [], (
-                f"no artifact {o.base_artifact!r} from a successful run on the base "
-                "branch: run the workflow on the base branch first"
-            )
+        if folder is None:  # the no_base finding tells why: not found, no access, no download
+            return [], fetched.message
+        print(fetched.annotation(), flush=True)  # where the base came from
         names = [Path(p).name for p in (o.base or o.head)]
         found = [str(folder / n) for n in names if (folder / n).is_file()]
         if not found:

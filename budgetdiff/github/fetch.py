@@ -70,7 +70,8 @@ def _fetch_base(name: str, context: GitHubContext, client: GitHubClient, dest: P
         return _none(
             context,
             f"base-artifact {name}: no successful run on {branch} has this artifact "
-            "(expired, never uploaded, or the branch's workflow has not run yet)",
+            "(expired, never uploaded, or the branch's workflow has not run yet: run the "
+            "workflow on the base branch first)",
         )
     try:
         folder = artifact.download(client, repo, found, dest)
