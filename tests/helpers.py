@@ -68,3 +68,13 @@ def compare_json(
     code, out, err = run([*argv, "--output", "json", *extra], capsys)
     assert code in (0, 1), err
     return code, json.loads(out)
+
+
+# A budget of the SLO alone: the slices come from the data
+NO_SLICES = "version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n"
+
+
+def budget_file(tmp_path: Path, text: str = BUDGET, name: str = "budget.yml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path

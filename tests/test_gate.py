@@ -18,18 +18,12 @@ from budgetdiff.errors import UsageError
 from budgetdiff.render.cells import change as change_cell
 from budgetdiff.table import Histogram, Run
 from tests.conftest import DEMO
-from tests.helpers import BUDGET, compare_json, run, slices, write_table
+from tests.helpers import BUDGET, budget_file, compare_json, run, slices, write_table
 
 DATA = Path(__file__).parent / "data" / "fetched" / "inference-perf"
 # inference-perf's server-side summaries: mean, median, p90 and p99, no p95 (see the report)
 SUMMARY_BASE = DATA / "vllm_stage_0_prometheus_metrics.json"
 SUMMARY_HEAD = DATA / "vllm_summary_prometheus_metrics.json"
-
-
-def budget_file(tmp_path: Path, text: str = BUDGET, name: str = "budget.yml") -> Path:
-    path = tmp_path / name
-    path.write_text(text)
-    return path
 
 
 def kinds(report: dict[str, Any]) -> list[str]:

@@ -8,15 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers import BUDGET, compare_json, run, slices, write_table
-
-NO_SLICES = "version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n"
-
-
-def budget_file(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "budget.yml"
-    path.write_text(text)
-    return path
+from tests.helpers import BUDGET, NO_SLICES, budget_file, compare_json, run, slices, write_table
 
 
 def test_ttft_without_budget_slices_comes_from_the_data(
