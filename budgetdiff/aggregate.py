@@ -174,9 +174,8 @@ def _change(x: _Pair, p: float) -> stats.Change | None:
         assert b.bucket is not None
         lo, hi = b.bucket
         note = (
-            f"base and head fall in the same bucket ({numbers.given(lo)}, {numbers.given(hi)}] ms: "
-            f"the buckets "
-            "are too coarse to tell"
+            f"base and head fall in the same bucket ({numbers.given(lo)}, {numbers.given(hi)}] "
+            "ms: the buckets are too coarse to tell"
         )
     elif b.histogram is not None and h.histogram is not None and b.bucket and h.bucket:
         p_value, note = _exceedance(b, h, p)
@@ -283,7 +282,7 @@ def _not_held(source: str, p: float, have: list[float]) -> str:
     near = max((q for q in have if q <= p), default=min(have))
     return (
         f"{numbers.percentile(p)} not in {source}: it has "
-        f"{', '.join(f'{numbers.percentile(q)}' for q in have)}; set "
+        f"{', '.join(numbers.percentile(q) for q in have)}; set "
         f"`percentile: {numbers.given(near)}` in the budget or pass the per-request file"
     )
 

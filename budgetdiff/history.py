@@ -139,8 +139,8 @@ def _entries(raw: bytes, number: int) -> list[Entry]:
     """One entry per scenario of the line's report."""
     if len(raw) > MAX_LINE:
         raise _Skip(
-            f"{numbers.count(len(raw))} bytes, over the {numbers.count(MAX_LINE)}-byte limit for "
-            f"one report"
+            f"{numbers.count(len(raw))} bytes, over the {numbers.count(MAX_LINE)}-byte limit "
+            "for one report"
         )
     try:
         doc = json.loads(raw)

@@ -337,17 +337,16 @@ def _run_notes(run: Run, unordered: bool) -> list[str]:
     unmatched = run.meta.get("unmatched")
     if isinstance(unmatched, int | float) and unmatched > 0:
         notes.append(
-            f"{run.source}: {numbers.given(unmatched)} succeeded client requests had no server "
-            f"span and are "
-            "left out; slow or timed-out requests are often the ones missing"
+            f"{run.source}: {numbers.count(int(unmatched))} succeeded client requests had no "
+            "server span and are left out; slow or timed-out requests are often the ones missing"
         )
     clipped = run.meta.get("network_clipped")
     if isinstance(clipped, int | float) and clipped > 0:
-        most = run.meta.get("network_clipped_max_ms")
+        most = float(run.meta.get("network_clipped_max_ms", 0.0))
         notes.append(
-            f"{run.source}: {numbers.given(clipped)} requests had a server TTFT above the client's "
-            f"(clocks "
-            f"disagree by up to {most} ms); their network time is counted as 0"
+            f"{run.source}: {numbers.count(int(clipped))} requests had a server TTFT above the "
+            f"client's (clocks disagree by up to {numbers.ms(most)}); their network time is "
+            "counted as 0"
         )
     if run.request_id is not None and run.n > 1:
         ids = run.request_id.astype(str)

@@ -364,7 +364,7 @@ def _percentiles(
         pairs: list[tuple[float | None, float | None]] = list(change.others)
     else:
         pairs = list(zip(_many(s.base, qs), _many(s.head, qs), strict=True))
-    return {f"{numbers.percentile(q)}": pair for q, pair in zip(qs, pairs, strict=True)}
+    return {numbers.percentile(q): pair for q, pair in zip(qs, pairs, strict=True)}
 
 
 @dataclass(frozen=True)
@@ -484,8 +484,8 @@ def _pairing_notes(
         notes.append(f"paired by request id: {numbers.count(len(pairs[0]))} requests ran in both")
     if method is not None:
         notes.append(
-            f"the change of the {numbers.percentile(p)} end to end is split into the slices by "
-            f"{method}"
+            f"the change of the {numbers.percentile(p)} end to end is split into the slices "
+            f"by {method}"
         )
     return notes
 
@@ -593,9 +593,8 @@ def _not_comparable(base: Prepared, head: Prepared) -> list[str]:
         mb, mh = _finite_mean(xb), _finite_mean(xh)
         if mb and mh and abs(mh - mb) / mb > 0.10 and _clearly_apart(xb, xh):
             reasons.append(
-                f"mean {label} differs: base {numbers.count(round(mb))} tokens, "
-                f"head {numbers.count(round(mh))} "
-                f"({pct(100 * (mh / mb - 1), digits=0, signed=True)})"
+                f"mean {label} differs: base {numbers.count(round(mb))} tokens, head "
+                f"{numbers.count(round(mh))} ({pct(100 * (mh / mb - 1), digits=0, signed=True)})"
             )
     return reasons
 

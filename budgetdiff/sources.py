@@ -33,8 +33,7 @@ def read_bytes(path: str, ref: str | None, limit: int) -> bytes:
         if size > limit:
             raise InputError(
                 f"{path}: {numbers.count(size)} bytes is over the {numbers.count(limit)}-byte "
-                f"limit for a results file "
-                f"(raise it with {MAX_BYTES_ENV} if the file is yours)"
+                f"limit for a results file (raise it with {MAX_BYTES_ENV} if the file is yours)"
             )
         data = p.read_bytes()
     except FileNotFoundError:

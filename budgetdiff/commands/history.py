@@ -51,5 +51,5 @@ def trend_table(file: str, loaded: Loaded, h: History) -> str:
 
 def trend_page(file: str, loaded: Loaded, h: History) -> str:
     """The page with a chart per row (`--html PAGE`)."""
-    p = f"{numbers.given(loaded.entries[-1].percentile)}"  # as the table says it
+    p = numbers.given(loaded.entries[-1].percentile)  # as the table says it
     return render_page(f"budgetdiff trend · {plain(file, 80)}", float(p), h, [])

@@ -112,7 +112,8 @@ def _benchmark(
         if kept < needed_for_interval(options.percentile, CONFIDENCE):
             return _from_metrics(bench, where, ctx, meta, kept, totals, options.percentile), name
         meta["note"] = (
-            f"{ctx.source}: the per-request list is a sample: {kept} of the {totals[0]} "
+            f"{ctx.source}: the per-request list is a sample: {numbers.count(kept)} of the "
+            f"{numbers.count(totals[0])} "
             "successful requests (GuideLLM's sample_size); percentiles are estimated from it"
         )
     return _per_request(rows, ctx, duration=finite(bench.get("duration")), meta=meta), name
@@ -232,11 +233,11 @@ def _from_metrics(
         }
         for name in names:
             summary[name] = dict(values)
-    held = "is empty" if kept == 0 else f"holds {kept}"
+    held = "is empty" if kept == 0 else f"holds {numbers.count(kept)}"
     note = (
-        f"{ctx.source}: requests.successful {held} of the {totals[0]} successful requests "
-        f"(request_totals), too few for {numbers.percentile(p)}; the percentiles are GuideLLM's "
-        f"own over all of them"
+        f"{ctx.source}: requests.successful {held} of the "
+        f"{numbers.count(totals[0])} successful requests (request_totals), too few for "
+        f"{numbers.percentile(p)}; the percentiles are GuideLLM's own over all of them"
     )
     good, bad = totals
     return Run(

@@ -291,9 +291,8 @@ def check_latency(
         raise ReadError.at(
             NAME,
             source,
-            f"row {i + 1}, column {column!r}: negative latency ({numbers.given(values[i])}); a "
-            f"duration "
-            "cannot be negative, check how the column is computed",
+            f"row {i + 1}, column {column!r}: negative latency ({numbers.given(values[i])}); "
+            "a duration cannot be negative, check how the column is computed",
         )
     inf = np.isinf(values)
     if inf.any():

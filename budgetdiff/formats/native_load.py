@@ -67,8 +67,8 @@ def _load_parquet(data: bytes, source: str) -> Table:
             NAME,
             source,
             f"{numbers.count(rows)} rows, more than budgetdiff reads "
-            f"({numbers.count(MAX_PARQUET_ROWS)}); write a random "
-            "sample of the requests (a few hundred thousand give the same percentiles)",
+            f"({numbers.count(MAX_PARQUET_ROWS)}); write a random sample of the requests "
+            "(a few hundred thousand give the same percentiles)",
         )
     if size > MAX_PARQUET_BYTES:
         raise ReadError.at(
