@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def samples() -> Path:
     return SAMPLES
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> Callable[[Path, str], None]:
+    """`golden(path, text)`: `text` must equal the golden file; `make golden` (pytest
+    --update-golden) rewrites the file from it instead, for review in the diff."""
+
+    def check(path: Path, text: str) -> None:
+        if request.config.getoption("--update-golden"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        assert text == path.read_text(encoding="utf-8"), f"{path.name} changed: `make golden`"
+
+    return check

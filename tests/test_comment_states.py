@@ -4,6 +4,7 @@ diff. `test_charts_render.py` draws each one's chart with the real Mermaid."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,13 +17,9 @@ GOLDEN = Path(__file__).parent / "golden"
 
 @pytest.mark.parametrize("name", list(STATES))
 def test_comment_state_matches_golden(
-    name: str, tmp_path: Path, request: pytest.FixtureRequest
+    name: str, tmp_path: Path, golden: Callable[[Path, str], None]
 ) -> None:
-    text = STATES[name](tmp_path)
-    path = GOLDEN / f"comment-{name}.md"
-    if request.config.getoption("--update-golden"):
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8"), f"{path.name} changed: review, `make golden`"
+    golden(GOLDEN / f"comment-{name}.md", STATES[name](tmp_path))
 
 
 def test_each_state_says_its_answer_in_the_heading(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ Regenerate after an intended change with `make golden` (pytest --update-golden) 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,21 +17,20 @@ GOLDEN = Path(__file__).parent / "golden"
 
 @pytest.mark.parametrize("output,name", [("markdown", "demo.md"), ("table", "demo.txt")])
 def test_demo_output_matches_golden(
-    output: str, name: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]
+    output: str,
+    name: str,
+    golden: Callable[[Path, str], None],
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     code, out, err = run(["demo", "--output", output], capsys)
     assert code == 0, err
-    path = GOLDEN / name
-    if request.config.getoption("--update-golden"):
-        GOLDEN.mkdir(exist_ok=True)
-        path.write_text(out, encoding="utf-8")
-    assert out == path.read_text(encoding="utf-8"), f"{name} changed: review, then `make golden`"
+    golden(GOLDEN / name, out)
 
 
 def test_history_section_matches_golden(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    request: pytest.FixtureRequest,
+    golden: Callable[[Path, str], None],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The comment's trend table and drift findings (issue 14), from fixed-seed runs."""
@@ -46,8 +46,4 @@ def test_history_section_matches_golden(
     start = next(i for i, line in enumerate(lines) if line.startswith("**Trend at"))
     section = lines[start : next(i for i, x in enumerate(lines) if x.startswith("- ")) - 1]
     drift = [line for line in lines if line.startswith("- ⚠️ **drift**")]
-    text = "\n".join([*section, "", *drift]) + "\n"
-    path = GOLDEN / "history.md"
-    if request.config.getoption("--update-golden"):
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8"), "history.md changed: review, `make golden`"
+    golden(GOLDEN / "history.md", "\n".join([*section, "", *drift]) + "\n")

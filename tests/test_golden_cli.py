@@ -121,14 +121,10 @@ def test_command_output_matches_golden(
     name: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    request: pytest.FixtureRequest,
+    golden: Callable[[Path, str], None],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(tmp_path)
     text = _transcript(name, CASES[name], tmp_path, capsys)
     assert "Traceback" not in text and str(tmp_path) not in text
-    path = GOLDEN / name
-    if request.config.getoption("--update-golden"):
-        GOLDEN.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8"), f"{name} changed: review, then `make golden`"
+    golden(GOLDEN / name, text)
