@@ -13,24 +13,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from budgetdiff.cli import main  # noqa: E402
-
-BUDGET = str(ROOT / "budgetdiff" / "demo" / "budget.yml")
-MEDIANS = {"network": 40.0, "queue": 30.0, "prefill": 300.0, "decode": 2000.0, "app": 50.0}
+from tests.test_history import BUDGET, write_run  # noqa: E402 (the tests' simulated runs)
 
 
-def run(path: Path, seed: int, decode: float, n: int = 2000) -> str:
-    rng = np.random.default_rng(seed)
-    cols = {k: v * np.exp(0.3 * rng.standard_normal(n)) for k, v in MEDIANS.items()}
-    cols["decode"] = cols["decode"] * decode
-    lines = ["request_id," + ",".join(f"{k}_ms" for k in cols)]
-    lines += [f"r{i}," + ",".join(f"{cols[k][i]:.3f}" for k in cols) for i in range(n)]
-    path.write_text("\n".join(lines) + "\n")
-    return str(path)
+def run(path: Path, seed: int, decode: float) -> str:
+    return str(write_run(path, seed, decode))
 
 
 def main_() -> None:
