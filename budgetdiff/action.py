@@ -199,7 +199,7 @@ def record(environ: Mapping[str, str], env: Mapping[str, str], code: int) -> Non
         return
     report_id = validate_report_id(_input(environ, "id") or "default")
     try:
-        repository = context.event_payload().get("repository")
+        repository = context.payload.get("repository")
         default = repository.get("default_branch") if isinstance(repository, dict) else None
         if not isinstance(default, str) or not default or context.ref != f"refs/heads/{default}":
             return

@@ -179,7 +179,7 @@ def _accepted(o: RunOptions, github: GitHubContext | None) -> Acceptance | None:
         return None
     from budgetdiff.github import event  # GitHub's client only with --github (start-up)
 
-    return event.acceptance(github.event_payload(), o.accept_label)
+    return event.acceptance(github.payload, o.accept_label)
 
 
 def cmd_check(o: RunOptions, edge: Edge) -> int:

@@ -7,6 +7,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,8 +80,10 @@ class GitHubContext:
         """A REST client for this run's API URL and token (a bad URL raises `ApiError`)."""
         return GitHubClient(self.api_url, self.token, transport=self.transport, sleep=self.sleep)
 
-    def event_payload(self) -> dict[str, Any]:
-        """The event payload ({} outside Actions); an unreadable one is a `PublishError`."""
+    @cached_property
+    def payload(self) -> dict[str, Any]:
+        """The event payload ({} outside Actions), read once; an unreadable one is a
+        `PublishError` (each time it is asked for)."""
         return event.read_event(self.event_path)
 
     def temp_dir(self) -> Path:

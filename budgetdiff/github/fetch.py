@@ -92,7 +92,7 @@ def _fetch_base(name: str, context: GitHubContext, client: GitHubClient, dest: P
 
 def _base_branch(context: GitHubContext, client: GitHubClient) -> tuple[str, str, int | None]:
     """(branch, preferred commit, repository id) the base results should come from."""
-    payload = context.event_payload()
+    payload = context.payload
     repository = payload.get("repository")
     repo_id = repository.get("id") if isinstance(repository, dict) else None
     repo_id = repo_id if isinstance(repo_id, int) else None
@@ -117,7 +117,7 @@ def fetch_results_artifact(name: str, context: GitHubContext, dest: Path) -> Pat
             f"(this is {context.event_name or 'not a GitHub Actions run'})"
         )
     repo = context.repository
-    run = context.event_payload().get("workflow_run")
+    run = context.payload.get("workflow_run")
     if not repo or not isinstance(run, dict) or not isinstance(run.get("id"), int):
         raise UsageError(f"results-artifact {name}: the event has no workflow_run.id")
     run_id = int(run["id"])

@@ -186,7 +186,7 @@ def _comment(
             "budgetdiff: no GITHUB_TOKEN, so no PR comment; pass `github-token` "
             "(the default `${{ github.token }}` works with `permissions: pull-requests: write`)"
         )
-    payload = context.event_payload()
+    payload = context.payload
     with context.client() as client:
         pr = _pull_request(context, payload, client, notes)
         if pr is None:
