@@ -309,3 +309,10 @@ def test_llmperf_row_that_needs_a_check_is_named(row: dict[str, Any], message: s
     rows = [{"ttft_s": 0.1, "end_to_end_latency_s": 0.5}, row]
     with pytest.raises(InputError, match=rf"^llmperf: l.json: .*{message}"):
         llmperf.read(json.dumps(rows).encode(), "l.json", OPTS)
+
+
+def test_a_gap_list_mixing_numbers_and_lists_names_the_request() -> None:
+    """numpy refuses a ragged nesting with a ValueError; the fast path hands over to the checked
+    one, which names the request (the fuzzer found this as a reader bug, exit 3)."""
+    with pytest.raises(InputError, match=r"request 1"):
+        number_lists([[1.0, 2.0], [3.0, [4.0]]], lambda i: f"request {i}", CTX, latency=True)
