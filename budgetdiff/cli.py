@@ -253,7 +253,7 @@ def _finish(report: Report, o: RunOptions, edge: Edge) -> int:
 
 
 def _render(output: str, report: Report) -> str:
-    """One output; the Report imports only its renderer (tabulate alone costs 5-30 ms)."""
+    """One output; the Report imports only its renderer."""
     if output == "json":
         return report.to_json()
     if output == "markdown":
