@@ -470,8 +470,7 @@ def fixed_cost(repeat: int) -> dict[str, Any]:
 def startup(repeat: int, baseline: str | None = None) -> None:
     """The fixed cost in detail, every command in turn (the same load for each), best of
     `repeat`: the 100-row compare with JSON output and with the default table, the bare imports,
-    and the imports of the libraries a compare cannot do without (PyYAML and pydantic's model
-    machinery for the budget)."""
+    and the imports of the libraries a compare cannot do without (PyYAML for the budget)."""
     fixed_cost(1)  # writes the files; compiles what the first run imports
     paths = [str(WORK / f"fixed-{side}.csv") for side in ("base", "head")]
     compare = (COMPARE, *paths, str(WORK / "fixed.yml"), "native")
@@ -479,9 +478,7 @@ def startup(repeat: int, baseline: str | None = None) -> None:
         "100-row compare, --output json": (*compare, "json"),
         "100-row compare, table output": (*compare, "table"),
         "import numpy, pyarrow": ("import numpy, pyarrow",),
-        "import numpy, pyarrow, yaml + pydantic's BaseModel, Field": (
-            "import numpy, pyarrow, yaml\nfrom pydantic import BaseModel, Field",
-        ),
+        "import numpy, pyarrow, yaml": ("import numpy, pyarrow, yaml",),
     }
     others = {f"100-row compare, --output json, {baseline}": baseline} if baseline else {}
     runs: dict[str, list[tuple[float, float, float]]] = {n: [] for n in [*commands, *others]}

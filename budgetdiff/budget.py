@@ -1,22 +1,20 @@
-"""The budget file: a strict, frozen pydantic model, and the one loader that reports every problem
-with its file, key and line."""
+"""The budget file: frozen dataclasses, the table of its keys, and the one loader that reports
+every problem with its file, key and line.
+
+Each key's kind (a number of milliseconds, a percentage, a name, one of a few words, a list, a
+section) both checks what a user wrote and describes it in the JSON Schema (`budgetdiff
+schema`), so the two cannot disagree. The checks are written here rather than left to pydantic:
+its import and model building were 90 ms of the 250 ms a 100-row compare takes."""
 
 from __future__ import annotations
 
+import math
+import operator
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
-
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from typing import Any, Literal
 
 from budgetdiff.errors import BudgetError
 from budgetdiff.numbers import count, schema_bound, setting_pct
@@ -34,132 +32,379 @@ FailKind = Literal[
 ]
 FAIL_KINDS: tuple[str, ...] = FailKind.__args__  # type: ignore[attr-defined]
 Unit = Literal["ms", "s", "us"]
-_DEFAULT_FAIL_ON: tuple[FailKind, ...] = ("breach", "regression")
-_PERCENT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*%\s*$")
+UNITS: tuple[str, ...] = Unit.__args__  # type: ignore[attr-defined]
 # The SLO table's rows, by the names `regression.metrics` uses (the slices are the budget's).
 METRICS = ("ttft", "total", "itl", "tpot", "max_stall")
+# A number may be written in quotes (`budget: '800'`, kept as written by `rebudget --write`).
+_QUOTED_NUMBER = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
+_QUOTED = re.compile(_QUOTED_NUMBER)
+_PERCENT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*%\s*$")
+# The schema's view of a percentage: 0% to under 100%, which a pattern can say.
+_PERCENT_SCHEMA = r"^\s*0*\d{1,2}(\.\d+)?\s*%\s*$"
+Loc = tuple[str, ...]
 
 
-def _fraction(value: object) -> object:
-    """'10%' -> 0.1; a number from 0 to 1 is taken as a fraction already."""
-    if isinstance(value, str):
-        m = _PERCENT.match(value)
-        if not m:
-            raise ValueError(f"write a percentage such as '10%', not {value!r}")
-        value = float(m.group(1)) / 100
-        if not 0 <= value < 1:
-            raise ValueError(f"write a percentage from 0% to under 100%, not {setting_pct(value)}")
-        return value
+class _Problem(Exception):
+    """One thing wrong with the budget: where (below the key being checked) and what."""
+
+    def __init__(self, message: str, at: Loc = (), *, unknown: bool = False) -> None:
+        super().__init__(message)
+        self.message, self.at, self.unknown = message, at, unknown
+
+
+def _shown(value: object) -> str:
+    """What the user wrote, short: `'8s'`, `-5`, `a list`, `nothing`."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, Mapping | list | tuple):
+        return f"a {'dict' if isinstance(value, Mapping) else 'list'}"
+    shown = repr(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+# The kinds of key. Each checks a value (`parse`, raising _Problem) and describes it (`schema`).
+# Plain classes: a frozen dataclass costs 0.4 ms of start-up to create, and these are constants.
+
+
+class Number:
+    """A number within bounds (`above`/`below` exclusive, `least`/`most` inclusive), plain or
+    quoted; milliseconds unless `ms` is False."""
+
+    def __init__(
+        self,
+        *,
+        example: str = "4200",
+        above: float | None = None,
+        least: float | None = None,
+        most: float | None = None,
+        below: float | None = None,
+        ms: bool = True,
+    ) -> None:
+        self.example, self.ms = example, ms
+        self.above, self.least, self.most, self.below = above, least, most, below
+
+    def parse(self, value: object, key: str) -> float:
+        number = _number(value)
+        if number is None or not math.isfinite(number):
+            what = "a number" + (" of milliseconds" if self.ms else "")
+            raise _Problem(f"must be {what}, e.g. `{key}: {self.example}`, not {_shown(value)}")
+        unit = " ms" if self.ms else ""
+        for words, limit, holds in (
+            ("more than", self.above, operator.gt),
+            ("at least", self.least, operator.ge),
+            ("less than", self.below, operator.lt),
+            ("at most", self.most, operator.le),
+        ):
+            if limit is not None and not holds(number, limit):
+                raise _Problem(
+                    f"must be {words} {schema_bound(float(limit))}{unit}, not {_shown(value)}"
+                )
+        return number
+
+    def schema(self) -> dict[str, Any]:
+        bounds = {
+            "exclusiveMinimum": self.above,
+            "minimum": self.least,
+            "maximum": self.most,
+            "exclusiveMaximum": self.below,
+        }
+        plain = {"type": "number", **{k: v for k, v in bounds.items() if v is not None}}
+        return {"anyOf": [plain, {"type": "string", "pattern": _QUOTED_NUMBER}]}
+
+
+def _number(value: object) -> float | None:
+    """A number as written, plain or quoted; None when it is not one (a boolean is not)."""
     if isinstance(value, bool):
-        raise ValueError("write a percentage such as '10%'")
-    if isinstance(value, int | float) and not 0 <= value < 1:
-        raise ValueError(f"write {value}% (with the % sign) or a fraction from 0 to under 1")
-    return value
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and _QUOTED.match(value):
+        return float(value)
+    return None
 
 
-Ms = Annotated[float, Field(gt=0, le=MAX_MS, allow_inf_nan=False)]  # at most a day
-# What a user may write (the schema's view): a fraction, or a percentage string like '10%'.
-_FractionInput = Union[  # noqa: UP007 (a runtime type expression on Python 3.10)
-    Annotated[float, Field(ge=0, lt=1)], Annotated[str, Field(pattern=_PERCENT.pattern)]
-]
-Fraction = Annotated[float, BeforeValidator(_fraction, json_schema_input_type=_FractionInput)]
+class Share:
+    """A share, written as a percentage ('10%') or a fraction from 0 to under 1."""
+
+    def __init__(self, example: str) -> None:
+        self.example = example
+
+    def parse(self, value: object, key: str) -> float:
+        if isinstance(value, str):
+            m = _PERCENT.match(value)
+            if not m:
+                raise _Problem(f"write a percentage such as '{self.example}', not {_shown(value)}")
+            share = float(m.group(1)) / 100
+            if not 0 <= share < 1 or m.group(1).startswith("-"):
+                raise _Problem(
+                    f"write a percentage from 0% to under 100%, not {setting_pct(share)}"
+                )
+            return share
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _Problem(f"write a percentage such as '{self.example}', not {_shown(value)}")
+        if not 0 <= value < 1:
+            raise _Problem(f"write {value}% (with the % sign) or a fraction from 0 to under 1")
+        return float(value)
+
+    def schema(self) -> dict[str, Any]:
+        fraction = {"type": "number", "minimum": 0, "exclusiveMaximum": 1}
+        return {"anyOf": [fraction, {"type": "string", "pattern": _PERCENT_SCHEMA}]}
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class Name:
+    """A name: a column's, a slice's, a row's."""
+
+    def parse(self, value: object, key: str) -> str:
+        if not isinstance(value, str):
+            raise _Problem(f"must be a name (text), not {_shown(value)}")
+        return value
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "string"}
 
 
-class Slice(_Strict):
+class OneOf:
+    """One of a few words."""
+
+    def __init__(self, choices: tuple[str, ...]) -> None:
+        self.choices = choices
+
+    def parse(self, value: object, key: str) -> str:
+        if value not in self.choices or not isinstance(value, str):
+            choices = ", ".join(self.choices)
+            hint = _did_you_mean(str(value), self.choices)
+            raise _Problem(f"{_shown(value)} is not one of {choices}{hint}")
+        return value
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "string", "enum": list(self.choices)}
+
+
+class Version:
+    """The budget file's version: 1, the only one."""
+
+    def parse(self, value: object, key: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int | float) or value != 1:
+            raise _Problem(f"must be 1 (the only version of the budget file), not {_shown(value)}")
+        return 1
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "integer", "const": 1}
+
+
+class ListOf:
+    """A list of names or of words, each checked by `item`."""
+
+    def __init__(self, item: Name | OneOf, example: str) -> None:
+        self.item, self.example = item, example
+
+    def parse(self, value: object, key: str) -> list[str]:
+        if not isinstance(value, list | tuple):
+            raise _Problem(f"must be a list, e.g. `{key}: {self.example}`, not {_shown(value)}")
+        items = []
+        for i, each in enumerate(value):
+            try:
+                items.append(self.item.parse(each, str(i)))
+            except _Problem as p:
+                raise _Problem(p.message, (str(i), *p.at)) from None
+        return items
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "array", "items": self.item.schema()}
+
+
+class Nullable:
+    """`kind`, or nothing (null): the key's default."""
+
+    def __init__(self, kind: Number | Name | OneOf | ListOf) -> None:
+        self.kind = kind
+
+    def parse(self, value: object, key: str) -> object:
+        return None if value is None else self.kind.parse(value, key)
+
+    def schema(self) -> dict[str, Any]:
+        return {"anyOf": [self.kind.schema(), {"type": "null"}]}
+
+
+class Section:
+    """A mapping of the keys of `model`, each checked by its kind; the rest are unknown."""
+
+    def __init__(self, model: type[Any]) -> None:
+        self.model = model
+
+    def parse(self, value: object, key: str) -> Any:
+        if not isinstance(value, Mapping):
+            raise _Problem(f"must be a mapping of keys (`{key}: {{...}}`), not {_shown(value)}")
+        return _build(self.model, value)
+
+    def schema(self) -> dict[str, Any]:
+        return _model_schema(self.model)
+
+
+class Slices:
+    """The slices by name, each `name: ms` (short) or `name: {budget: ms, ...}` (long)."""
+
+    def parse(self, value: object, key: str) -> dict[str, Slice]:
+        if not isinstance(value, Mapping):
+            raise _Problem(f"must be a mapping of keys (`{key}: {{...}}`), not {_shown(value)}")
+        if any(isinstance(name, str) and not 0 < len(name) <= 100 for name in value):
+            raise _Problem("slice names are 1 to 100 characters")
+        slices, problems = {}, []
+        for name, given in value.items():
+            try:
+                slices[name] = self._slice(name, given)
+            except _Problem as p:
+                problems.append(_Problem(p.message, (str(name), *p.at), unknown=p.unknown))
+            except _Problems as ps:
+                problems += [
+                    _Problem(p.message, (str(name), *p.at), unknown=p.unknown) for p in ps.all
+                ]
+        if problems:
+            raise _Problems(problems)
+        return slices
+
+    @staticmethod
+    def _slice(name: object, given: object) -> Slice:
+        if not isinstance(name, str):
+            raise _Problem(f"a slice's name must be text, not {_shown(name)}; quote it")
+        if isinstance(given, Mapping):
+            built: Slice = _build(Slice, given)
+            return built
+        if _number(given) is not None:
+            return Slice(budget=MS.parse(given, name))
+        raise _Problem(
+            f"write the slice's budget in milliseconds, `{name}: 4200` or "
+            f"`{name}: {{budget: 4200, column: NAME}}`, not {_shown(given)}"
+        )
+
+    def schema(self) -> dict[str, Any]:
+        short = MS.schema()
+        return {"type": "object", "additionalProperties": {"anyOf": [short, _model_schema(Slice)]}}
+
+
+Kind = Number | Share | Name | OneOf | Version | ListOf | Nullable | Section | Slices
+
+
+class _Problems(Exception):
+    """Every problem found in one mapping."""
+
+    def __init__(self, problems: list[_Problem]) -> None:
+        super().__init__(problems[0].message)
+        self.all = problems
+
+
+def key(kind: Kind, description: str = "") -> dict[str, Any]:
+    """A dataclass field's metadata that makes it a budget key: its kind, its description."""
+    return {"kind": kind, "description": description}
+
+
+# The budget's model: frozen dataclasses whose fields are the keys, in the file's order.
+
+MS = Number(above=0, most=MAX_MS)  # at most a day
+
+
+@dataclass(frozen=True)
+class Slice:
     """One slice of the budget, long form. The short form `decode: 4200` means `budget: 4200`."""
 
-    budget: Ms = Field(description="milliseconds this slice may take at `percentile`")
-    column: str | None = Field(
-        default=None, description="input column holding this slice (default: the slice's name)"
+    budget: float = field(metadata=key(MS, "milliseconds this slice may take at `percentile`"))
+    column: str | None = field(
+        default=None,
+        metadata=key(
+            Nullable(Name()), "input column holding this slice (default: the slice's name)"
+        ),
     )
-    unit: Unit | None = Field(
-        default=None, description="unit of `column` (default: from its suffix, else ms)"
+    unit: Unit | None = field(
+        default=None,
+        metadata=key(
+            Nullable(OneOf(UNITS)), "unit of `column` (default: from its suffix, else ms)"
+        ),
     )
 
 
-class Slo(_Strict):
-    ttft: Ms | None = Field(default=None, description="time to first token, ms")
-    total: Ms | None = Field(default=None, description="end to end, ms")
-    itl: Ms | None = Field(default=None, description="inter-token latency per token, ms")
-    tpot: Ms | None = Field(default=None, description="time per output token per request, ms")
+@dataclass(frozen=True)
+class Slo:
+    """The SLO's targets, each in milliseconds at `percentile`."""
+
+    ttft: float | None = field(default=None, metadata=key(Nullable(MS), "time to first token, ms"))
+    total: float | None = field(default=None, metadata=key(Nullable(MS), "end to end, ms"))
+    itl: float | None = field(
+        default=None, metadata=key(Nullable(MS), "inter-token latency per token, ms")
+    )
+    tpot: float | None = field(
+        default=None, metadata=key(Nullable(MS), "time per output token per request, ms")
+    )
 
     def targets(self) -> dict[str, float]:
-        return {k: v for k, v in self.model_dump().items() if v is not None}
+        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
 
 
-class Regression(_Strict):
-    min_change: Fraction = Field(
-        default=0.05, description="a smaller relative change never counts ('5%')"
+@dataclass(frozen=True)
+class Regression:
+    """When a change counts as a regression."""
+
+    min_change: float = field(
+        default=0.05, metadata=key(Share("5%"), "a smaller relative change never counts ('5%')")
     )
-    min_ms: float = Field(
-        default=5.0, ge=0, le=MAX_MS, description="nor a smaller absolute one, ms"
+    min_ms: float = field(
+        default=5.0,
+        metadata=key(Number(least=0, most=MAX_MS), "nor a smaller absolute one, ms"),
     )
-    confidence: float = Field(default=0.95, gt=0.5, lt=1)
-    metrics: list[str] | None = Field(
+    confidence: float = field(
+        default=0.95, metadata=key(Number(example="0.95", above=0.5, below=1, ms=False))
+    )
+    metrics: list[str] | None = field(
         default=None,
-        description="the rows whose regression may fail the gate: SLO metrics ("
-        + ", ".join(METRICS)
-        + ") and slices (default: every SLO metric with a target and every slice with a "
-        "budget; the other rows are information)",
+        metadata=key(
+            Nullable(ListOf(Name(), "[ttft, decode]")),
+            "the rows whose regression may fail the gate: SLO metrics ("
+            + ", ".join(METRICS)
+            + ") and slices (default: every SLO metric with a target and every slice with a "
+            "budget; the other rows are information)",
+        ),
     )
 
 
-class Budget(_Strict):
+@dataclass(frozen=True)
+class Budget:
     """budgetdiff's budget file (`budget.yml`)."""
 
-    version: Literal[1] = 1
+    version: int = field(default=1, metadata=key(Version()))
     # p1 to p99.99: beyond them 100 - p (or p) is lost to rounding and no interval exists
-    percentile: float = Field(
-        default=95, ge=1, le=99.99, description="budgets and SLOs are stated at this percentile"
+    percentile: float = field(
+        default=95,
+        metadata=key(
+            Number(example="95", least=1, most=99.99, ms=False),
+            "budgets and SLOs are stated at this percentile",
+        ),
     )
-    slo: Slo = Field(default_factory=Slo)
-    slices: dict[
-        str, Annotated[Slice, BeforeValidator(_short_slice, json_schema_input_type=Ms | Slice)]
-    ] = Field(
+    slo: Slo = field(default_factory=Slo, metadata=key(Section(Slo)))
+    slices: dict[str, Slice] = field(
         default_factory=dict,
-        description="in the order a request crosses them: `name: ms` or `name: {budget: ms, ...}`",
+        metadata=key(
+            Slices(),
+            "in the order a request crosses them: `name: ms` or `name: {budget: ms, ...}`",
+        ),
     )
-    first_token_after: str | None = Field(
-        default=None, description="TTFT = the slices up to and including this one"
+    first_token_after: str | None = field(
+        default=None,
+        metadata=key(Nullable(Name()), "TTFT = the slices up to and including this one"),
     )
-    headroom: Fraction = Field(default=0.10, description="flag an SLO metric with less than this")
-    regression: Regression = Field(default_factory=Regression)
-    fail_on: list[FailKind] = Field(default_factory=lambda: list(_DEFAULT_FAIL_ON))
-
-    @field_validator("slices")
-    @classmethod
-    def _slice_names(cls, v: dict[str, Slice]) -> dict[str, Slice]:
-        for name in v:
-            if not name or len(name) > 100:
-                raise ValueError("slice names are 1 to 100 characters")
-        return v
-
-    @model_validator(mode="after")
-    def _first_token_slice(self) -> Budget:
-        if self.first_token_after is not None and self.first_token_after not in self.slices:
-            raise ValueError(
-                f"first_token_after: {self.first_token_after!r} is not one of the slices "
-                f"({', '.join(self.slices) or 'none'})"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _regression_metrics(self) -> Budget:
-        from budgetdiff.table import KNOWN_SLICES, UNATTRIBUTED
-
-        known = [*METRICS, *(self.slices or KNOWN_SLICES), UNATTRIBUTED]
-        for name in self.regression.metrics or ():
-            if name not in known:
-                raise ValueError(
-                    f"regression.metrics: {name!r} is not a row of the report: name SLO "
-                    f"metrics ({', '.join(METRICS)}) or slices "
-                    f"({', '.join(self.slices or KNOWN_SLICES)}){_did_you_mean(name, known)}"
-                )
-        return self
+    headroom: float = field(
+        default=0.10, metadata=key(Share("10%"), "flag an SLO metric with less than this")
+    )
+    regression: Regression = field(default_factory=Regression, metadata=key(Section(Regression)))
+    fail_on: list[FailKind] = field(
+        default_factory=lambda: ["breach", "regression"],
+        metadata=key(ListOf(OneOf(FAIL_KINDS), "[breach, regression]"), "what fails the check"),
+    )
 
     def gated(self, kind: str, name: str) -> bool:
         """May a regression of this row fail the gate? What `regression.metrics` names, else
@@ -187,40 +432,92 @@ class Budget(_Strict):
         return s.budget if s else None
 
 
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean `{close[0]}`?" if close else ""
+def budget_keys(model: type[Any] = Budget) -> list[str]:
+    """The keys a section of the budget file takes, in order."""
+    return [f.name for f in fields(model)]
 
 
-def _short_slice(value: object) -> object:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return {"budget": value}
-    return value
+def _build(model: type[Any], data: Mapping[Any, Any]) -> Any:
+    """`model` from the mapping a user wrote: every key checked by its kind, a missing key
+    given its default; every problem raised together, unknown keys first."""
+    known = {f.name: f for f in fields(model)}
+    problems = [
+        _Problem(f"unknown key{_hint(str(name), list(known))}", (str(name),), unknown=True)
+        for name in data
+        if name not in known
+    ]
+    values = {}
+    for name, f in known.items():
+        if name not in data:
+            if f.default is MISSING and f.default_factory is MISSING:
+                write = "; write `budget: MS`" if name == "budget" else ""
+                problems.append(_Problem(f"required here{write}", (name,)))
+            continue
+        try:
+            values[name] = f.metadata["kind"].parse(data[name], name)
+        except _Problem as p:
+            problems.append(_Problem(p.message, (name, *p.at), unknown=p.unknown))
+        except _Problems as ps:
+            problems += [_Problem(p.message, (name, *p.at), unknown=p.unknown) for p in ps.all]
+    if problems:
+        raise _Problems(problems)
+    return model(**values)
 
 
-def json_schema() -> dict[str, Any]:
-    schema: dict[str, Any] = _quoted_numbers(Budget.model_json_schema())
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "budgetdiff budget file"
+def _hint(word: str, keys: list[str]) -> str:
+    return _did_you_mean(word, keys) or f"; the keys here are {', '.join(keys)}"
+
+
+def _model_schema(model: type[Any]) -> dict[str, Any]:
+    properties = {}
+    for f in fields(model):
+        node = f.metadata["kind"].schema()
+        if f.metadata["description"]:
+            node["description"] = f.metadata["description"]
+        if f.default is not MISSING:
+            node["default"] = f.default
+        elif f.default_factory is not MISSING and not isinstance(f.metadata["kind"], Section):
+            node["default"] = f.default_factory()
+        properties[f.name] = node
+    required = [
+        f.name for f in fields(model) if f.default is MISSING and f.default_factory is MISSING
+    ]
+    schema: dict[str, Any] = {"type": "object", "additionalProperties": False}
+    schema["description"] = (model.__doc__ or "").strip()
+    schema["properties"] = properties
+    if required:
+        schema["required"] = required
     return schema
 
 
-def _quoted_numbers(node: Any) -> Any:
-    """The budget takes a number written in quotes too (`budget: '800'`, kept as written by
-    `rebudget --write`): every number in the schema may also be a string that is one."""
-    if isinstance(node, list):
-        return [_quoted_numbers(n) for n in node]
-    if not isinstance(node, dict):
-        return node
-    node = {k: _quoted_numbers(v) for k, v in node.items()}
-    if node.get("type") == "number":
-        number = {k: v for k, v in node.items() if k not in ("title", "description", "default")}
-        rest = {k: v for k, v in node.items() if k not in number}
-        quoted = {"type": "string", "pattern": r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"}
-        return {**rest, "anyOf": [number, quoted]}
-    return node
+def json_schema() -> dict[str, Any]:
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "budgetdiff budget file",
+        **_model_schema(Budget),
+    }
+    return schema
+
+
+def _cross_checks(budget: Budget) -> None:
+    """The checks across keys, once every key is right on its own."""
+    from budgetdiff.table import KNOWN_SLICES, UNATTRIBUTED
+
+    first = budget.first_token_after
+    if first is not None and first not in budget.slices:
+        raise _Problem(
+            f"{first!r} is not one of the slices ({', '.join(budget.slices) or 'none'})",
+            ("first_token_after",),
+        )
+    slices = list(budget.slices or KNOWN_SLICES)
+    known = [*METRICS, *slices, UNATTRIBUTED]
+    for name in budget.regression.metrics or ():
+        if name not in known:
+            raise _Problem(
+                f"{name!r} is not a row of the report: name SLO metrics ({', '.join(METRICS)}) "
+                f"or slices ({', '.join(slices)}){_did_you_mean(name, known)}",
+                ("regression", "metrics"),
+            )
 
 
 def parse_budget(text: str, source: str) -> Budget:
@@ -241,84 +538,17 @@ def validate_budget(data: object, source: str, root: Any = None) -> Budget:
             f"{source}: the budget must be a mapping of keys, see `budgetdiff schema`"
         )
     try:
-        return Budget.model_validate(data)
-    except ValidationError as e:
+        budget: Budget = _build(Budget, data)
+        _cross_checks(budget)
+    except (_Problem, _Problems) as e:
+        problems = e.all if isinstance(e, _Problems) else [e]
         # an unknown key first: it often explains the rest (`budgt:` -> `budget` is missing)
-        errors = sorted(e.errors(), key=lambda err: err["type"] != "extra_forbidden")
-        loc = [str(p) for p in errors[0]["loc"] if not str(p).startswith("function-")]
-        if loc[0::2] == ["slices", "budget"] and not isinstance(
-            data["slices"].get(loc[1]), Mapping
-        ):
-            loc = loc[:2]  # written short, `decode: -5`: there is no `budget:` key to name
-        msg = _in_budget_words(errors[0], loc)
-        if not loc:  # a check across keys names its key first: `first_token_after: ...`
-            loc = msg.split(":", 1)[0].split(".")
-            msg = msg.split(": ", 1)[-1]
-        line = _line_of(root, loc)
-        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
-        raise BudgetError(
-            f"{source}{f':{line}' if line else ''}: {'.'.join(loc)}: {msg}{more}"
-        ) from None
-
-
-def _keys_at(loc: list[str]) -> list[str]:
-    """The keys the budget allows in the mapping that holds `loc[-1]`."""
-    model: type[BaseModel] = Budget
-    parent = loc[:-1]
-    if parent[:1] == ["slo"]:
-        model = Slo
-    elif parent[:1] == ["regression"]:
-        model = Regression
-    elif parent[:1] == ["slices"] and len(parent) == 2:
-        model = Slice
-    return list(model.model_fields)
-
-
-def _in_budget_words(err: Any, loc: list[str]) -> str:
-    """A pydantic error, said in the budget's own terms: what is wrong and what to write."""
-    kind, key, given = err["type"], (loc[-1] if loc else ""), err.get("input")
-    shown = repr(given) if not isinstance(given, dict | list) else f"a {type(given).__name__}"
-    shown = "nothing" if given is None else shown
-    shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    ctx = err.get("ctx") or {}
-    if kind == "extra_forbidden":
-        keys = _keys_at(loc)
-        hint = _did_you_mean(key, keys) or f"; the keys here are {', '.join(keys)}"
-        return f"unknown key{hint}"
-    if kind == "missing":
-        return "required here" + ("; write `budget: MS`" if key == "budget" else "")
-    if len(loc) == 2 and loc[0] == "slices" and kind in ("model_type", "dict_type"):
-        return (
-            f"write the slice's budget in milliseconds, `{key}: 4200` or "
-            f"`{key}: {{budget: 4200, column: NAME}}`, not {shown}"
-        )
-    if kind in ("model_type", "dict_type"):
-        return f"must be a mapping of keys (`{key}: {{...}}`), not {shown}"
-    if kind == "list_type":
-        return f"must be a list, e.g. `{key}: [breach, regression]`, not {shown}"
-    if kind == "literal_error" and key == "version":
-        return f"must be 1 (the only version of the budget file), not {shown}"
-    if kind == "literal_error":
-        allowed = re.findall(r"'([^']*)'|(\d+)", str(ctx.get("expected", "")))
-        choices = [a or b for a, b in allowed]
-        return f"{shown} is not one of {', '.join(choices)}{_did_you_mean(str(given), choices)}"
-    unit = {"percentile": "", "confidence": "", "version": ""}.get(key, " ms")
-    bound = {
-        "greater_than": "more than",
-        "greater_than_equal": "at least",
-        "less_than": "less than",
-        "less_than_equal": "at most",
-    }
-    if kind in bound:
-        limit = float(next(iter(ctx.values()), 0))
-        return f"must be {bound[kind]} {schema_bound(limit)}{unit}, not {shown}"
-    if kind.startswith(("float", "int", "finite")):
-        example = {"percentile": "95", "confidence": "0.95"}.get(key, "4200")
-        what = "a number" + (" of milliseconds" if unit else "")
-        return f"must be {what}, e.g. `{key}: {example}`, not {shown}"
-    if kind == "string_type":
-        return f"must be a name (text), not {shown}"
-    return str(err["msg"]).removeprefix("Value error, ")
+        first = sorted(problems, key=lambda p: not p.unknown)[0]
+        line = _line_of(root, list(first.at))
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        where = f"{source}:{line}" if line else source
+        raise BudgetError(f"{where}: {'.'.join(first.at)}: {first.message}{more}") from None
+    return budget
 
 
 # A budget is a few keys two or three levels deep; anything far past that is not a budget, and

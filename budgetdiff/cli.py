@@ -13,7 +13,6 @@ import argparse
 import importlib
 import os
 import sys
-import types
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -65,22 +64,7 @@ FAIL_NEVER = "never"
 
 def entry() -> None:
     sys.meta_path.insert(0, _NoPandas())
-    _no_pydantic_plugins()
     sys.exit(main())
-
-
-def _no_pydantic_plugins() -> None:
-    """The CLI's models use no pydantic plugin. pydantic looks for plugins when it builds the
-    first model, through importlib.metadata: 15 ms of imports (email, zipfile, csv) and a scan
-    of every installed package's entry points. PYDANTIC_DISABLE_PLUGINS is pydantic's switch
-    for that, but its loader imports importlib.metadata even when the switch is on; its answer
-    under the switch (no plugins) is given here without it. A user who names plugins in the
-    variable keeps pydantic's own loader."""
-    if os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__") != "__all__":
-        return
-    loader = types.ModuleType("pydantic.plugin._loader", "no plugins: the CLI uses none")
-    loader.get_plugins = lambda *args, **kwargs: ()  # type: ignore[attr-defined]
-    sys.modules.setdefault(loader.__name__, loader)
 
 
 class _NoPandas:
@@ -204,7 +188,7 @@ def cmd_check(o: RunOptions, edge: Edge) -> int:
 
 
 def _load_budget(path: str) -> Budget:
-    from budgetdiff.budget import load_budget  # pydantic: --help and --version do without it
+    from budgetdiff.budget import load_budget
 
     return load_budget(Path(path))
 
@@ -269,7 +253,7 @@ def _finish(report: Report, o: RunOptions, edge: Edge) -> int:
 
 
 def _render(output: str, report: Report) -> str:
-    """One output; the Report imports only its renderer (tabulate alone costs 5-30 ms)."""
+    """One output; the Report imports only its renderer."""
     if output == "json":
         return report.to_json()
     if output == "markdown":

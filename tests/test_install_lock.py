@@ -46,7 +46,7 @@ def test_the_lock_check_fails_when_pyproject_changes(tmp_path: Path) -> None:
     project.mkdir()
     shutil.copy(ROOT / "uv.lock", project / "uv.lock")
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    changed = text.replace('"tabulate>=0.9",', '"tabulate>=0.9",\n  "rich>=13",')
+    changed = text.replace('"pyyaml>=6",', '"pyyaml>=6",\n  "rich>=13",')
     assert changed != text
     (project / "pyproject.toml").write_text(changed, encoding="utf-8")
     done = uv(["lock", "--check", "--python", sys.executable], project, tmp_path / "cache")
