@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
 
 from budgetdiff import __version__
 from budgetdiff.errors import BUG_EXIT_CODE, BudgetdiffError, UsageError, bug_message
-from budgetdiff.formats.detect import names as format_names
+from budgetdiff.formats.registry import names as format_names
 from budgetdiff.render.text import one_line
 
 if TYPE_CHECKING:
