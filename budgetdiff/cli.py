@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO, TypeVar
 
 from budgetdiff import __version__
 from budgetdiff.errors import BUG_EXIT_CODE, BudgetdiffError, UsageError, bug_message
@@ -464,8 +464,7 @@ def _frozen(value: object) -> object:
 # ---- arguments ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Command:
+class _Command(NamedTuple):
     """A subcommand: its help, its arguments, the options they become and what runs it."""
 
     name: str

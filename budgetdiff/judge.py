@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from budgetdiff.budget import Budget
 from budgetdiff.numbers import count, interval, ms, p_value, pct, percentile, setting_pct, signed_ms
@@ -36,8 +36,7 @@ class Acceptance:
     by: str  # `@login`, or how the label was found when the event does not say who set it
 
 
-@dataclass(frozen=True)
-class _Raw:
+class _Raw(NamedTuple):
     kind: str
     subject: str
     message: str

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -193,8 +194,7 @@ class Change:
     others: tuple[tuple[float, float], ...] = ()
 
 
-@dataclass(frozen=True)
-class _Side:
+class _Side(NamedTuple):
     """One side's percentile and its standard error."""
 
     value: float
@@ -258,8 +258,7 @@ def _runs_z(above: BoolArray) -> float:
     return cross / ss * math.sqrt(n)
 
 
-@dataclass(frozen=True)
-class _Autocorr:
+class _Autocorr(NamedTuple):
     """Variance inflation of a share's mean from correlation in arrival order."""
 
     factor: float  # 1.0 when none is detected
@@ -546,8 +545,7 @@ def _too_few(
     )
 
 
-@dataclass(frozen=True)
-class _Test:
+class _Test(NamedTuple):
     """The test of one change: its interval, p-value and the standard error behind them."""
 
     delta: float

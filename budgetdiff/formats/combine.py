@@ -12,8 +12,8 @@ Pure: takes Runs, returns Runs.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -200,8 +200,7 @@ def join(client: Run, servers: list[Run], client_src: str, server_src: str) -> R
     )
 
 
-@dataclass(frozen=True)
-class _Match:
+class _Match(NamedTuple):
     """Which server span each client request has: run `which[i]`, row `where[i]` (-1: none)."""
 
     servers: list[Run]
