@@ -18,15 +18,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
-import numpy.typing as npt
 
 from budgetdiff import numbers
 from budgetdiff.table import BoolArray, FloatArray
 
-IntArray = npt.NDArray[np.intp]
+IntArray = np.ndarray[Any, np.dtype[np.intp]]  # numpy.typing's NDArray: see table.FloatArray
 
 # Power the minimum detectable effect is stated at.
 MDE_POWER = 0.8

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import numpy.typing as npt
 
 from budgetdiff.errors import ReadError
 from budgetdiff.numbers import setting_pct
 from budgetdiff.table import BoolArray, FloatArray, Histogram, Itl, Run
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 MIN_MATCH = 0.9
 VLLM_PREFIX = "chatcmpl-"
