@@ -30,7 +30,9 @@ except SystemExit as e:
 print(code, sorted(sys.modules), file=sys.stderr)
 """
 # Not imported by a compare of local files: numpy.ma (np.unique / np.percentile), pydantic's
-# plugin lookup (importlib.metadata, email), git's subprocess, tempfile, pandas through pyarrow.
+# plugin lookup (importlib.metadata, email), git's subprocess, tempfile, pandas through pyarrow,
+# statistics (stats carries NormalDist's two functions), numpy.typing (the array aliases are
+# numpy's ndarray written out) and traceback (only a bug's message uses it).
 METADATA = ("importlib.metadata", "email")
 UNNEEDED = (
     "numpy.ma",
@@ -39,6 +41,9 @@ UNNEEDED = (
     "tempfile",
     "pandas",
     "tabulate",
+    "statistics",
+    "numpy.typing",
+    "traceback",
 )
 
 
