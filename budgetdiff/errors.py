@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import traceback
-
 # A crash inside budgetdiff is a bug, not bad input: its own exit code, never 1 (a failing
 # verdict) or 2 (bad input), and one line that says where to report it.
 BUG_EXIT_CODE = 3
@@ -76,6 +74,8 @@ def bug_message(exc: BaseException) -> str:
 
 
 def _bug_line(exc: BaseException, whose: str) -> str:
+    import traceback  # a bug's line only: every run imports this module
+
     frames = traceback.extract_tb(exc.__traceback__)
     ours = [f for f in frames if "budgetdiff" in f.filename.replace("\\", "/").split("/")[:-1]]
     where = ours[-1] if ours else (frames[-1] if frames else None)

@@ -15,7 +15,6 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
@@ -307,7 +306,7 @@ def _trend(r: Row, window: list[Entry], regression: Regression) -> Trend:
         se = math.sqrt(head_se**2 + ref_var)
         if se > 0:
             z = (r.head_ms - ref) / se
-            p_value = 1 - NormalDist().cdf(z)  # one-sided: only worse is drift
+            p_value = 1 - stats.normal_cdf(z)  # one-sided: only worse is drift
     steps = [abs(b - a) / a for a, b in itertools.pairwise(values) if a > 0]
     slower = None
     for n, i in enumerate(found):  # the first rise above the reference level
@@ -338,7 +337,7 @@ def _se(ci: tuple[float, float] | None, confidence: float) -> float | None:
     to the normal one at the sizes a benchmark has)."""
     if ci is None:
         return None
-    return (ci[1] - ci[0]) / (2 * NormalDist().inv_cdf((1 + confidence) / 2))
+    return (ci[1] - ci[0]) / (2 * stats.normal_quantile((1 + confidence) / 2))
 
 
 def sparkline(values: Sequence[float]) -> str:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from budgetdiff.budget import Budget
 from budgetdiff.numbers import count, interval, ms, p_value, pct, percentile, setting_pct, signed_ms
 from budgetdiff.rows import Comparison, Row
+from budgetdiff.stats import normal_quantile
 
 if TYPE_CHECKING:
     from budgetdiff.history import History, Trend
@@ -36,8 +36,7 @@ class Acceptance:
     by: str  # `@login`, or how the label was found when the event does not say who set it
 
 
-@dataclass(frozen=True)
-class _Raw:
+class _Raw(NamedTuple):
     kind: str
     subject: str
     message: str
@@ -297,7 +296,7 @@ def _failure_rate(c: Comparison, confidence: float) -> _Raw:
     rb, rh = fb / nb if nb else 0.0, fh / nh if nh else 0.0
     pooled = (fb + fh) / (nb + nh)
     se = math.sqrt(pooled * (1 - pooled) * (1 / nb + 1 / nh)) if nb and nh else 0.0
-    significant = se > 0 and (rh - rb) / se > NormalDist().inv_cdf((1 + confidence) / 2)
+    significant = se > 0 and (rh - rb) / se > normal_quantile((1 + confidence) / 2)
     message = (
         f"{count(fh)} of {count(nh)} requests failed at head ({pct(100 * rh)}), "
         f"{count(fb)} of {count(nb)} at base ({pct(100 * rb)})"

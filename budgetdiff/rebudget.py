@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
 from budgetdiff.budget import Budget
 from budgetdiff.errors import BudgetError
@@ -125,8 +125,7 @@ def _slice_names(budget: Budget, parts: Mapping[str, float]) -> list[str]:
     return names
 
 
-@dataclass(frozen=True)
-class _Target:
+class _Target(NamedTuple):
     """What the allocation fills, and what is over its SLO (`over`, None when it fits)."""
 
     ms: float
@@ -142,11 +141,11 @@ def _target(budget: Budget, *, total_ms: float, ttft_ms: float | None) -> _Targe
     target = _total_target(budget, total_ms=total_ms, end_to_end=end_to_end)
     limit = budget.slo.total if budget.slo.total is not None else target.ms
     if total_ms > limit:
-        return replace(target, shortfall_ms=total_ms - limit, over=end_to_end)
+        return target._replace(shortfall_ms=total_ms - limit, over=end_to_end)
     ttft_slo = budget.slo.ttft
     if ttft_slo is not None and ttft_ms is not None and ttft_ms > ttft_slo:
         over = f"the {p} TTFT, {ms(ttft_ms)}"
-        return replace(target, shortfall_ms=ttft_ms - ttft_slo, over=over)
+        return target._replace(shortfall_ms=ttft_ms - ttft_slo, over=over)
     return target
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -164,8 +165,7 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
     )
 
 
-@dataclass(frozen=True)
-class _Series:
+class _Series(NamedTuple):
     """One row before its statistics: an SLO metric or a slice, each side's values."""
 
     kind: str  # "slo" | "slice"

@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from budgetdiff import numbers
 from budgetdiff.errors import ReadError
 
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+# numpy.typing's NDArray, written out: numpy.typing is 0.5 ms of start-up for two aliases
+FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 
 # Slice names the contract knows, in the order a request crosses them.
 KNOWN_SLICES = ("network", "gateway", "queue", "prefill", "first_token", "decode", "app")

@@ -30,8 +30,10 @@ except SystemExit as e:
 print(code, sorted(sys.modules), file=sys.stderr)
 """
 # Not imported by a compare of local files: numpy.ma (np.unique / np.percentile), a package's
-# metadata (importlib.metadata, email), git's subprocess, tempfile, pandas through pyarrow, and
-# pydantic (the budget is checked by budgetdiff.budget itself).
+# metadata (importlib.metadata, email), git's subprocess, tempfile, pandas through pyarrow,
+# pydantic (the budget is checked by budgetdiff.budget itself), statistics (stats carries
+# NormalDist's two functions), numpy.typing (the array aliases are numpy's ndarray written out)
+# and traceback (only a bug's message uses it).
 METADATA = ("importlib.metadata", "email")
 UNNEEDED = (
     "numpy.ma",
@@ -41,6 +43,9 @@ UNNEEDED = (
     "tempfile",
     "pandas",
     "tabulate",
+    "statistics",
+    "numpy.typing",
+    "traceback",
 )
 
 

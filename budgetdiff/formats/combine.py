@@ -12,15 +12,17 @@ Pure: takes Runs, returns Runs.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import numpy.typing as npt
 
 from budgetdiff.errors import ReadError
 from budgetdiff.numbers import setting_pct
 from budgetdiff.table import BoolArray, FloatArray, Histogram, Itl, Run
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 MIN_MATCH = 0.9
 VLLM_PREFIX = "chatcmpl-"
@@ -200,8 +202,7 @@ def join(client: Run, servers: list[Run], client_src: str, server_src: str) -> R
     )
 
 
-@dataclass(frozen=True)
-class _Match:
+class _Match(NamedTuple):
     """Which server span each client request has: run `which[i]`, row `where[i]` (-1: none)."""
 
     servers: list[Run]

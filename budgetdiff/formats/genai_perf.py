@@ -12,10 +12,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from budgetdiff.formats import ReadOptions
 from budgetdiff.formats._client import (
@@ -33,6 +32,9 @@ from budgetdiff.formats._client import (
     unique_names,
 )
 from budgetdiff.table import FloatArray, Run
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 NAME = "genai-perf"
 HINT = "a genai-perf `profile_export.json` or `profile_export_genai_perf.json` file"

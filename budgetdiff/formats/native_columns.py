@@ -6,10 +6,9 @@ name the row an error is on.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 import pyarrow as pa
 
 from budgetdiff import numbers
@@ -19,6 +18,9 @@ from budgetdiff.formats.native_tables import NAME, Table, utf8
 from budgetdiff.formats.options import ReadOptions
 from budgetdiff.table import KNOWN_SLICES, FloatArray, Itl
 from budgetdiff.units import UNIT_TO_MS
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 NUMBER = r"^\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|infinity|nan)\s*$"
 NULL_TEXT = r"^\s*$"

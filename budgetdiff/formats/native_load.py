@@ -14,7 +14,6 @@ import pyarrow as pa
 
 from budgetdiff import numbers
 from budgetdiff.errors import ReadError
-from budgetdiff.formats._client import JsonProblem, parse_json
 from budgetdiff.formats.native_sniff import delimiter
 from budgetdiff.formats.native_tables import NAME, ArrowTable, RowsTable, Table, utf8
 
@@ -152,6 +151,8 @@ def _load_json_array(data: bytes, source: str) -> Table:
 
 def _parse(text: str, source: str, line: int | None) -> Any:
     """One JSON value; `line` numbers a JSON Lines row in the message (None: the whole file)."""
+    from budgetdiff.formats._client import JsonProblem, parse_json  # a CSV read does without
+
     at = "" if line is None else f"line {line}: "
     try:
         return parse_json(text)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -135,8 +135,7 @@ def _one(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str, latency_key: 
     )
 
 
-@dataclass(frozen=True)
-class _Lists:
+class _Lists(NamedTuple):
     """A detailed result's per-request lists, checked and of one length `n` (seconds)."""
 
     n: int
