@@ -98,6 +98,19 @@ def test_a_compare_imports_no_other_commands_code(pair: list[str]) -> None:
     assert not [m for m in modules if m.startswith(unused)]
 
 
+def test_detecting_a_table_imports_no_json_reader(pair: list[str]) -> None:
+    """`--format auto` (the default) asks the JSON formats' sniffers only about a file that
+    starts as JSON does: a CSV compare imports the native reader and Prometheus' alone."""
+    from budgetdiff.formats.registry import READERS
+
+    code, modules = imported(["compare", *pair, "--output", "json"])
+    assert code in (0, 1)
+    assert "budgetdiff.formats.native" in modules  # the probe saw the file read
+    json_readers = [r.module_name for r in READERS if r.json]
+    assert len(json_readers) >= 9
+    assert not [m for m in json_readers if m in modules]
+
+
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["compare", "--help"]])
 def test_help_and_version_do_without_the_pipeline(args: list[str]) -> None:
     code, modules = imported(args)

@@ -38,6 +38,9 @@ class Reader:
     name: str
     schema: str
     module_name: str
+    # A JSON format's file starts with `{` or `[`: detection asks it about no other file, and
+    # so does not import it for a CSV, Parquet or Prometheus file.
+    json: bool = True
 
     @property
     def module(self) -> ReaderModule:
@@ -50,8 +53,8 @@ class Reader:
         return self.module.read(data, source, options)
 
 
-def _reader(name: str, schema: str) -> Reader:
-    return Reader(name, schema, f"budgetdiff.formats.{name.replace('-', '_')}")
+def _reader(name: str, schema: str, *, json: bool = True) -> Reader:
+    return Reader(name, schema, f"budgetdiff.formats.{name.replace('-', '_')}", json)
 
 
 READERS = (
@@ -64,8 +67,8 @@ READERS = (
     _reader("inference-perf", "lifecycle metrics"),
     _reader("otlp", "OTLP/JSON"),
     _reader("otel-console", "ConsoleSpanExporter"),
-    _reader("prometheus", "text exposition"),
-    _reader("native", "table"),
+    _reader("prometheus", "text exposition", json=False),
+    _reader("native", "table", json=False),
 )
 BY_NAME = {r.name: r for r in READERS}
 ALIASES = {
