@@ -45,11 +45,24 @@ Loc = tuple[str, ...]
 
 
 class _Problem(Exception):
-    """One thing wrong with the budget: where (below the key being checked) and what."""
+    """One thing wrong with the budget: where (below the key being checked) and what. An
+    unknown key carries the keys allowed there: its hint is worded only for the problem shown
+    (difflib over 10,000 unknown keys would take a second)."""
 
-    def __init__(self, message: str, at: Loc = (), *, unknown: bool = False) -> None:
-        super().__init__(message)
-        self.message, self.at, self.unknown = message, at, unknown
+    def __init__(self, words: str, at: Loc = (), *, allowed: tuple[str, ...] = ()) -> None:
+        super().__init__(words)
+        self.words, self.at, self.allowed = words, at, allowed
+
+    @property
+    def unknown(self) -> bool:
+        return bool(self.allowed)
+
+    @property
+    def message(self) -> str:
+        return self.words + (_hint(self.at[-1], list(self.allowed)) if self.allowed else "")
+
+    def below(self, name: str) -> _Problem:
+        return _Problem(self.words, (name, *self.at), allowed=self.allowed)
 
 
 def _shown(value: object) -> str:
@@ -213,7 +226,7 @@ class ListOf:
             try:
                 items.append(self.item.parse(each, str(i)))
             except _Problem as p:
-                raise _Problem(p.message, (str(i), *p.at)) from None
+                raise p.below(str(i)) from None
         return items
 
     def schema(self) -> dict[str, Any]:
@@ -260,12 +273,8 @@ class Slices:
         for name, given in value.items():
             try:
                 slices[name] = self._slice(name, given)
-            except _Problem as p:
-                problems.append(_Problem(p.message, (str(name), *p.at), unknown=p.unknown))
-            except _Problems as ps:
-                problems += [
-                    _Problem(p.message, (str(name), *p.at), unknown=p.unknown) for p in ps.all
-                ]
+            except (_Problem, _Problems) as e:
+                problems += _below(str(name), e)
         if problems:
             raise _Problems(problems)
         return slices
@@ -296,8 +305,13 @@ class _Problems(Exception):
     """Every problem found in one mapping."""
 
     def __init__(self, problems: list[_Problem]) -> None:
-        super().__init__(problems[0].message)
+        super().__init__(problems[0].words)
         self.all = problems
+
+
+def _below(name: str, error: _Problem | _Problems) -> list[_Problem]:
+    """The problems of one key's value, placed under the key."""
+    return [p.below(name) for p in (error.all if isinstance(error, _Problems) else [error])]
 
 
 def key(kind: Kind, description: str = "") -> dict[str, Any]:
@@ -442,7 +456,7 @@ def _build(model: type[Any], data: Mapping[Any, Any]) -> Any:
     given its default; every problem raised together, unknown keys first."""
     known = {f.name: f for f in fields(model)}
     problems = [
-        _Problem(f"unknown key{_hint(str(name), list(known))}", (str(name),), unknown=True)
+        _Problem("unknown key", (str(name),), allowed=tuple(known))
         for name in data
         if name not in known
     ]
@@ -455,10 +469,8 @@ def _build(model: type[Any], data: Mapping[Any, Any]) -> Any:
             continue
         try:
             values[name] = f.metadata["kind"].parse(data[name], name)
-        except _Problem as p:
-            problems.append(_Problem(p.message, (name, *p.at), unknown=p.unknown))
-        except _Problems as ps:
-            problems += [_Problem(p.message, (name, *p.at), unknown=p.unknown) for p in ps.all]
+        except (_Problem, _Problems) as e:
+            problems += _below(name, e)
     if problems:
         raise _Problems(problems)
     return model(**values)
