@@ -6,7 +6,6 @@ TPOT, the longest stall) and puts requests in arrival order. Pure: values in, va
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
@@ -23,8 +22,7 @@ UNATTRIBUTED_MIN_MS = 1.0
 UNATTRIBUTED_MIN_SHARE = 0.005
 
 
-@dataclass(frozen=True)
-class Prepared:
+class Prepared(NamedTuple):
     """Per-request values of the succeeded requests of one run, in arrival order."""
 
     run: Run
@@ -35,7 +33,7 @@ class Prepared:
     failed: int
     good: np.ndarray | None = None  # per request (all, arrival order): met every target
     duration_s: float | None = None  # benchmark time: the input's, or first start to last end
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = ()
     held_to: tuple[str, ...] = ()  # the SLO targets `good` holds each request to
     tpot_from: str | None = None  # what TPOT is taken from: "tool", "decode", "total - TTFT"
     kept: np.ndarray | None = None  # the run's index of each request in `slices` / `metrics`
