@@ -5,7 +5,7 @@ tested on the bucket counts, and a percentile is only as exact as its bucket."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,8 +27,7 @@ from budgetdiff.table import KNOWN_SLICES, Histogram, Run, histogram_quantile
 NO_INTERVAL = "summary input: no per-request data, so no interval; the change is not judged"
 
 
-@dataclass(frozen=True)
-class _Value:
+class _Value(NamedTuple):
     """One side's value of one row, as far as the aggregates hold it."""
 
     ms: float | None
@@ -39,8 +38,7 @@ class _Value:
     coarse: bool = False  # the percentile is in the first bucket: too coarse to place
 
 
-@dataclass(frozen=True)
-class _Pair:
+class _Pair(NamedTuple):
     """One row: an SLO metric or a slice, and each side's value of it."""
 
     kind: str  # "slo" | "slice"

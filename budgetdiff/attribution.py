@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -147,8 +147,7 @@ def tail_change(base: Mapping[str, float], head: Mapping[str, float]) -> dict[st
     return {n: head.get(n, 0.0) - base.get(n, 0.0) for n in names}
 
 
-@dataclass(frozen=True)
-class Shapley:
+class Shapley(NamedTuple):
     """Shapley parts of the change of the total's p-th percentile, and how they were found."""
 
     parts: dict[str, float]

@@ -390,8 +390,7 @@ def _write_atomic(path: Path, text: str) -> None:
 # ---- options --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Edge:
+class Edge(NamedTuple):
     """What a command touches besides its options: the environment, its output stream and,
     with --github, the runner's context (read from the environment once, by `main`)."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from budgetdiff import rebudget, rows, sources, whatif
 from budgetdiff.errors import InputError, UsageError
@@ -35,8 +35,7 @@ if TYPE_CHECKING:
 # ---- read -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Side:
+class Side(NamedTuple):
     """One side's runs, and each of its files' size in bytes (equal sizes: maybe equal bytes)."""
 
     runs: list[Run]
@@ -56,8 +55,7 @@ def read_options(budget: Budget) -> ReadOptions:
     )
 
 
-@dataclass(frozen=True)
-class Reading:
+class Reading(NamedTuple):
     """How the sides of one comparison are read: one format, one budget, one size limit, and
     the scenarios wanted (none named: all of them)."""
 
@@ -88,8 +86,7 @@ class Reading:
 # ---- evaluate -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Pair:
+class Pair(NamedTuple):
     """A head run and the base run it is compared with; without one, `missing` says why."""
 
     base: Run | None

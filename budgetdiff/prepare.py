@@ -6,8 +6,7 @@ TPOT, the longest stall) and puts requests in arrival order. Pure: values in, va
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, NamedTuple, TypeVar, cast
 
 import numpy as np
 
@@ -23,8 +22,7 @@ UNATTRIBUTED_MIN_MS = 1.0
 UNATTRIBUTED_MIN_SHARE = 0.005
 
 
-@dataclass(frozen=True)
-class Prepared:
+class Prepared(NamedTuple):
     """Per-request values of the succeeded requests of one run, in arrival order."""
 
     run: Run
@@ -35,7 +33,7 @@ class Prepared:
     failed: int
     good: np.ndarray | None = None  # per request (all, arrival order): met every target
     duration_s: float | None = None  # benchmark time: the input's, or first start to last end
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = ()
     held_to: tuple[str, ...] = ()  # the SLO targets `good` holds each request to
     tpot_from: str | None = None  # what TPOT is taken from: "tool", "decode", "total - TTFT"
     kept: np.ndarray | None = None  # the run's index of each request in `slices` / `metrics`
@@ -73,7 +71,7 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     if run.itl is not None:
         metrics["itl"], metrics["max_stall"] = _itl_rows(run, kept)
     notes += _run_notes(run, kept.order is None and run.start_time is not None)
-    good, held_to, why = _good(run, budget, kept.index, metrics, slices)
+    good, held_to, why = _good(run, budget, kept.rows, metrics, slices)
     if good is not None and kept.order is not None:
         good = good[kept.order]  # arrival order: attainment's interval reads its autocorrelation
     if why:
@@ -90,15 +88,14 @@ def prepare(run: Run, budget: Budget) -> Prepared:
         notes=tuple(notes),
         held_to=held_to,
         tpot_from=tpot_from,
-        kept=kept.index,
+        kept=kept.rows,
     )
 
 
-@dataclass(frozen=True)
-class _Kept:
+class _Kept(NamedTuple):
     """The succeeded requests of a run, in arrival order."""
 
-    index: np.ndarray  # the run's index of each kept request
+    rows: np.ndarray  # the run's index of each kept request (`index` is tuple's method)
     order: np.ndarray | None = None  # the run's requests in arrival order; None: as they are
     everything: bool = False  # every request, already in order: `pick` gives arrays as they are
 
@@ -109,11 +106,11 @@ class _Kept:
         keep = ok if order is None else ok[order]
         index = np.arange(run.n) if order is None else order
         everything = order is None and bool(keep.all())
-        return cls(index=index[keep], order=order, everything=everything)
+        return cls(rows=index[keep], order=order, everything=everything)
 
     def pick(self, values: _A) -> _A:
         """The kept requests in arrival order (the array itself when that is all of them)."""
-        return values if self.everything else cast(_A, values[self.index])
+        return values if self.everything else cast(_A, values[self.rows])
 
 
 def _wanted_slices(run: Run, budget: Budget) -> list[str]:
@@ -134,7 +131,7 @@ def _total_and_ttft(
     run: Run, budget: Budget, kept: _Kept, slices: dict[str, FloatArray]
 ) -> tuple[FloatArray, FloatArray | None]:
     """Each request's total and TTFT: as measured, else the sum of the slices they span."""
-    total = kept.pick(run.total) if run.total is not None else slice_sum(slices, len(kept.index))
+    total = kept.pick(run.total) if run.total is not None else slice_sum(slices, len(kept.rows))
     if run.ttft is not None:
         return total, kept.pick(run.ttft)
     ttft_slices = [
@@ -142,7 +139,7 @@ def _total_and_ttft(
     ]
     if not ttft_slices:
         return total, None
-    return total, slice_sum({s: slices[s] for s in ttft_slices}, len(kept.index))
+    return total, slice_sum({s: slices[s] for s in ttft_slices}, len(kept.rows))
 
 
 def _unattributed(
@@ -166,7 +163,7 @@ def _check_finite(run: Run, kept: _Kept, named: list[tuple[str, FloatArray | Non
             raise InputError(
                 f"{run.source}: {name} is missing, not a number or too large for a request that "
                 "succeeded "
-                f"(request #{int(kept.index[row]) + 1}); mark failed requests in the `error` column"
+                f"(request #{int(kept.rows[row]) + 1}); mark failed requests in the `error` column"
             )
 
 

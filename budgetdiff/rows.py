@@ -8,8 +8,9 @@ one path for every row; `aggregate` builds its rows with them too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
@@ -181,17 +182,19 @@ class _Series(NamedTuple):
         return self.base is not None and self.head is not None
 
 
-@dataclass(frozen=True)
-class _Split:
+_NO_PARTS: Mapping[str, float] = MappingProxyType({})  # read-only: a NamedTuple default is shared
+
+
+class _Split(NamedTuple):
     """How the total's percentile splits into the slices, on each side, and how its change does."""
 
     head_parts: dict[str, FloatArray]  # per request, the slices that add up to the total
     base_parts: dict[str, FloatArray]
     served: bool = False  # head has requests and slices that split them: there is a split
-    head_ms: dict[str, float] = field(default_factory=dict)  # each slice's part of head's p
-    base_ms: dict[str, float] = field(default_factory=dict)
-    shares: dict[str, float] = field(default_factory=dict)  # each slice's share of head's tail
-    change_ms: dict[str, float] = field(default_factory=dict)  # each slice's part of the change
+    head_ms: Mapping[str, float] = _NO_PARTS  # each slice's part of head's p
+    base_ms: Mapping[str, float] = _NO_PARTS
+    shares: Mapping[str, float] = _NO_PARTS  # each slice's share of head's tail
+    change_ms: Mapping[str, float] = _NO_PARTS  # each slice's part of the change
     method: str | None = None  # how the change was split: paired Shapley, or each side's parts
 
 
@@ -235,7 +238,7 @@ def _split(
     else:  # unpaired, or not every request in both: each side's parts, head minus base
         change_ms = attribution.quantile_change(base_ms, head_ms)
         method = "each side's Euler allocation at the quantile (unpaired)"
-    return replace(split, base_ms=base_ms, change_ms=change_ms, method=method)
+    return split._replace(base_ms=base_ms, change_ms=change_ms, method=method)
 
 
 def _series(
@@ -367,8 +370,7 @@ def _percentiles(
     return {numbers.percentile(q): pair for q, pair in zip(qs, pairs, strict=True)}
 
 
-@dataclass(frozen=True)
-class Standing:
+class Standing(NamedTuple):
     """Where a row's head value stands against its target: the headroom and status of an SLO
     row, or the budget use of a slice row (all None without a target or a value)."""
 

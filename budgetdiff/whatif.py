@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -114,8 +115,7 @@ def fix_first(
     )
 
 
-@dataclass(frozen=True)
-class Estimate:
+class Estimate(NamedTuple):
     """TTFT + (tokens - 1) / rate + tail: the first token is in TTFT."""
 
     ttft_ms: float

@@ -11,8 +11,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence, Sized
-from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, NamedTuple, TypeGuard
 
 import numpy as np
 
@@ -23,8 +22,7 @@ from budgetdiff.units import SPELLED_UNIT_TO_MS
 _PERCENTILE_KEY = re.compile(r"p(\d{1,2}(?:\.\d+)?)")
 
 
-@dataclass(frozen=True)
-class Ctx:
+class Ctx(NamedTuple):
     """Where we are: the format, the file, and what the file should have been (for messages)."""
 
     fmt: str
