@@ -235,4 +235,4 @@ def main(environ: Mapping[str, str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.as_process(main)

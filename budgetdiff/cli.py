@@ -64,13 +64,21 @@ FAIL_NEVER = "never"
 
 
 def entry() -> None:
+    """The console script `budgetdiff`."""
+    as_process(main)
+
+
+def as_process(run: Callable[[], int]) -> NoReturn:
+    """Run one command as the whole life of a process (the console script, the Action): what
+    only a short-lived process wants, which tests and the Python API, calling `main`, do not get.
+    """
     # A run's imports make some 65,000 objects that live until it ends (modules, classes,
     # functions): at the collector's default threshold, 700 new objects, it walks them some 80
     # times for no garbage (11 ms). Past start-up it still runs, every 200,000 objects; the
     # readers pause it anyway (detect).
     gc.set_threshold(200_000, 10, 10)
     sys.meta_path.insert(0, _NoPandas())
-    code = main()
+    code = run()
     # Everything is written and flushed: the interpreter's last collection would only walk and
     # tear down the objects of every import (20 ms), memory the OS takes back at exit anyway.
     gc.freeze()
