@@ -46,9 +46,15 @@ def read_bytes(path: str, ref: str | None, limit: int) -> bytes:
         ) from None
     except OSError as e:
         raise InputError(f"{path}: cannot read it ({e.strerror})") from None
-    if not data.strip():
+    if _blank(data):
         raise InputError(f"{path}: the file is empty; did the benchmark finish and write it?")
     return data
+
+
+def _blank(data: bytes) -> bool:
+    """Nothing but whitespace, found without `data.strip()`'s copy of the file (60 ms for two
+    49 MB files)."""
+    return not data or data.isspace()
 
 
 def exists(path: str, ref: str | None) -> bool:
@@ -68,7 +74,7 @@ def _git_show(ref: str, path: str, limit: int) -> bytes:
         raise InputError(
             f"{ref}:{path}: over the {numbers.count(limit)}-byte limit for a results file"
         )
-    if not data.strip():
+    if _blank(data):
         raise InputError(f"{ref}:{path}: the file is empty in that commit")
     return data
 
