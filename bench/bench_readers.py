@@ -353,6 +353,15 @@ except SystemExit as e:
     if e.code not in (0, 1):
         raise
 """
+HELP = """
+from budgetdiff.cli import entry
+sys.stdout = open("/dev/null", "w")
+sys.argv = ["budgetdiff", "--help"]
+try:
+    entry()
+except SystemExit:
+    pass
+"""
 
 # ------------------------------------------------------------------ timing
 
@@ -469,14 +478,21 @@ def fixed_cost(repeat: int) -> dict[str, Any]:
 
 def startup(repeat: int, baseline: str | None = None) -> None:
     """The fixed cost in detail, every command in turn (the same load for each), best of
-    `repeat`: the 100-row compare with JSON output and with the default table, the bare imports,
-    and the imports of the libraries a compare cannot do without (PyYAML for the budget)."""
+    `repeat`: the 100-row compare with JSON output, with the default table, and with the default
+    `--format auto`; `budgetdiff --help`; the bare imports, and the imports of the libraries a
+    compare cannot do without (PyYAML for the budget)."""
     fixed_cost(1)  # writes the files; compiles what the first run imports
     paths = [str(WORK / f"fixed-{side}.csv") for side in ("base", "head")]
     compare = (COMPARE, *paths, str(WORK / "fixed.yml"), "native")
     commands = {
         "100-row compare, --output json": (*compare, "json"),
         "100-row compare, table output": (*compare, "table"),
+        "100-row compare, --format auto (the default), table output": (
+            *compare[:-1],
+            "auto",
+            "table",
+        ),
+        "budgetdiff --help": (HELP,),
         "import numpy, pyarrow": ("import numpy, pyarrow",),
         "import numpy, pyarrow, yaml": ("import numpy, pyarrow, yaml",),
     }
