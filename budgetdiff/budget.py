@@ -137,7 +137,10 @@ def _number(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an int from Python past a float's range
+            return math.inf
     if isinstance(value, str) and _QUOTED.match(value):
         return float(value)
     return None

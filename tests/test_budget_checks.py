@@ -30,7 +30,7 @@ FULL: dict[str, Any] = {
 # What people get wrong: signs, bounds, units in the value, percentages, types, nothing at all.
 WRONG: list[Any] = [
     -5, 0, 0.5, 1, 100, 86_400_001, "8s", "10%", "150%", "-5%", " 7 ", "1e3", "abc", "",
-    True, None, float("inf"), float("nan"), [1], ["breach"], {"a": 1}, 10**40,
+    True, None, float("inf"), float("nan"), [1], ["breach"], {"a": 1}, 10**40, 10**400,
 ]  # fmt: skip
 
 
@@ -53,13 +53,18 @@ def with_value(path: tuple[str, ...], value: Any) -> dict[str, Any]:
     return budget
 
 
+def named(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:12]}... ({len(text)} characters)"
+
+
 def cases() -> Iterator[tuple[str, dict[str, Any], Any]]:
     """Each key of the full budget given each wrong value, left out, and misspelt: a name, the
     budget, and the value given (None when the key is left out or misspelt)."""
     for path in paths(FULL):
         where = ".".join(path)
         for value in WRONG:
-            yield f"{where} = {value!r}", with_value(path, value), value
+            yield f"{where} = {named(value)}", with_value(path, value), value
         yield f"{where} left out", with_value(path, KeyError), None
         typo = with_value(path, KeyError)
         parent = typo
