@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-# the real tool files the tests read, cut down from ../shared/samples (tests/data/SOURCES.md);
-# the tests read only these, so a lone clone runs exactly what CI runs
+# the real tool files the tests read, cut down from the tools' own outputs (tests/data/SOURCES.md
+# names each source); the tests read only these, so a lone clone runs exactly what CI runs
 SAMPLES = ROOT / "tests" / "data"
 DEMO = ROOT / "budgetdiff" / "demo"
 

@@ -118,11 +118,11 @@ def load_operations() -> list[Operation]:
     spec = json.loads(SPEC_PATH.read_text(encoding="utf-8"))
     ops = []
     for template, item in spec["paths"].items():
-        shared = item.get("parameters", [])
+        path_parameters = item.get("parameters", [])
         for method, op in item.items():
             if method == "parameters":
                 continue
-            params = shared + op.get("parameters", [])
+            params = path_parameters + op.get("parameters", [])
             pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/]+)", re.escape(template))
             ops.append(
                 Operation(

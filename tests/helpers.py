@@ -1,4 +1,4 @@
-"""Small builders shared by the CLI tests: native tables and budgets on disk, and a runner."""
+"""Small builders the CLI tests use: native tables and budgets on disk, and a runner."""
 
 from __future__ import annotations
 
