@@ -21,6 +21,7 @@ from budgetdiff.rows import (
     Side,
     against_target,
     decide_rows,
+    prepared_side,
 )
 from budgetdiff.table import KNOWN_SLICES, Histogram, Run, histogram_quantile
 
@@ -331,13 +332,7 @@ def _run(side: Run | Prepared) -> Run:
 
 def _side(side: Run | Prepared) -> Side:
     if isinstance(side, Prepared):
-        return Side(
-            source=side.run.source,
-            requests=side.requests,
-            failed=side.failed,
-            attainment=None,
-            meta=dict(side.run.meta),
-        )
+        return prepared_side(side)
     count = side.summary_count
     if count is None and side.histograms:
         count = int(max(float(np.sum(h.counts)) for h in side.histograms.values()))

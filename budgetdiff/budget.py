@@ -249,6 +249,12 @@ class Nullable:
         return {"anyOf": [self.kind.schema(), {"type": "null"}]}
 
 
+def _mapping(value: object, key: str) -> Mapping[Any, Any]:
+    if not isinstance(value, Mapping):
+        raise _Problem(f"must be a mapping of keys (`{key}: {{...}}`), not {_shown(value)}")
+    return value
+
+
 class Section:
     """A mapping of the keys of `model`, each checked by its kind; the rest are unknown."""
 
@@ -256,9 +262,7 @@ class Section:
         self.model = model
 
     def parse(self, value: object, key: str) -> Any:
-        if not isinstance(value, Mapping):
-            raise _Problem(f"must be a mapping of keys (`{key}: {{...}}`), not {_shown(value)}")
-        return _build(self.model, value)
+        return _build(self.model, _mapping(value, key))
 
     def schema(self) -> dict[str, Any]:
         return _model_schema(self.model)
@@ -268,8 +272,7 @@ class Slices:
     """The slices by name, each `name: ms` (short) or `name: {budget: ms, ...}` (long)."""
 
     def parse(self, value: object, key: str) -> dict[str, Slice]:
-        if not isinstance(value, Mapping):
-            raise _Problem(f"must be a mapping of keys (`{key}: {{...}}`), not {_shown(value)}")
+        value = _mapping(value, key)
         if any(isinstance(name, str) and not 0 < len(name) <= 100 for name in value):
             raise _Problem("slice names are 1 to 100 characters")
         slices, problems = {}, []

@@ -563,7 +563,11 @@ def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | No
 
 def _side(prep: Prepared, budget: Budget) -> Side:
     conf = budget.regression.confidence
-    att = stats.attainment(prep.good, conf) if prep.good is not None else None
+    return prepared_side(prep, stats.attainment(prep.good, conf) if prep.good is not None else None)
+
+
+def prepared_side(prep: Prepared, att: stats.Attainment | None = None) -> Side:
+    """A side as its prepared requests give it; with their attainment, its goodput too."""
     duration = prep.duration_s
     return Side(
         source=prep.run.source,

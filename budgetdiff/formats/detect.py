@@ -43,9 +43,9 @@ def detect(data: bytes, source: str, options: ReadOptions) -> Reader:
     head = data[:SNIFF_BYTES]
     if b"\r" in head and b"\n" not in head:
         head = head.replace(b"\r", b"\n")
-    json = head.lstrip()[:1] in (b"{", b"[")
+    looks_json = head.lstrip()[:1] in (b"{", b"[")
     for candidate in READERS:
-        if (json or not candidate.json) and candidate.sniff(head, source):
+        if (looks_json or not candidate.json) and candidate.sniff(head, source):
             return candidate
     from budgetdiff.formats import native_sniff  # as the readers: imported when first needed
 
