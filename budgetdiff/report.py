@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from budgetdiff.judge import VERDICT_ORDER, Acceptance, Finding, worst
-from budgetdiff.rows import Comparison
+from budgetdiff.judge import VERDICT_ORDER, headline, worst
+from budgetdiff.results import Acceptance, Change, Comparison, Finding, Headline, Verdict, Word
 
 if TYPE_CHECKING:
     import pandas
@@ -52,13 +52,18 @@ FRAME_COLUMNS = (
 class Scenario:
     comparison: Comparison
     findings: tuple[Finding, ...]
-    verdict: str
+    verdict: Verdict
     history: History | None = None  # the trends over a history file (`--history`)
+    # what every rendering puts first, decided by the judge from the fields above
+    headline: Headline = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "headline", headline(self.comparison, self.findings, self.verdict))
 
     @property
     def regressions(self) -> list[str]:
         c = self.comparison
-        return [r.name for r in (*c.slo, *c.slices) if r.change == "regression"]
+        return [r.name for r in (*c.slo, *c.slices) if r.change == Change.REGRESSION]
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,7 @@ class Report:
     accepted: Acceptance | None = None  # the PR label that accepts regressions, when set
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         return worst(s.verdict for s in self.scenarios)
 
     @property
@@ -134,9 +139,9 @@ class Report:
                 rows.append(
                     (
                         c.name, r.kind, r.name, c.percentile, r.target_ms, r.base_ms, r.head_ms,
-                        r.delta_ms, r.delta_pct, low, high, r.change, r.p_value, r.status,
-                        r.headroom_pct, r.over_budget, r.budget_use_pct, r.tail_share_pct,
-                        r.tail_change_ms,
+                        r.delta_ms, r.delta_pct, low, high, _word(r.change), r.p_value,
+                        _word(r.status), r.headroom_pct, r.over_budget, r.budget_use_pct,
+                        r.tail_share_pct, r.tail_change_ms,
                     )
                 )  # fmt: skip
         frame: pandas.DataFrame = pandas.DataFrame(rows, columns=list(FRAME_COLUMNS))
@@ -145,3 +150,8 @@ class Report:
     def _repr_markdown_(self) -> str:
         """A notebook shows the report as the PR comment looks."""
         return self.to_markdown()
+
+
+def _word(value: Word | None) -> str | None:
+    """A frame holds the plain word, as the JSON report does (`regression`, `breach`)."""
+    return None if value is None else str(value)

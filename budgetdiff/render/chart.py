@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from budgetdiff.numbers import num, percentile
-from budgetdiff.rows import Comparison, Row
+from budgetdiff.results import Comparison, Row
 
 # Letters and digits of any script, and a few harmless marks; never `:` `;` `#` `%` or a quote,
 # which end a task's text, start a comment or an entity, or a fence's backtick.
