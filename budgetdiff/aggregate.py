@@ -5,7 +5,7 @@ tested on the bucket counts, and a percentile is only as exact as its bucket."""
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,7 +20,8 @@ from budgetdiff.table import KNOWN_SLICES, Histogram, Run, histogram_quantile
 NO_INTERVAL = "summary input: no per-request data, so no interval; the change is not judged"
 
 
-class _Value(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Value:
     """One side's value of one row, as far as the aggregates hold it."""
 
     ms: float | None
@@ -31,7 +32,8 @@ class _Value(NamedTuple):
     coarse: bool = False  # the percentile is in the first bucket: too coarse to place
 
 
-class _Pair(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Pair:
     """One row: an SLO metric or a slice, and each side's value of it."""
 
     kind: RowKind

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -147,7 +147,8 @@ def tail_change(base: Mapping[str, float], head: Mapping[str, float]) -> dict[st
     return {n: head.get(n, 0.0) - base.get(n, 0.0) for n in names}
 
 
-class Shapley(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Shapley:
     """Shapley parts of the change of the total's p-th percentile, and how they were found."""
 
     parts: dict[str, float]

@@ -14,7 +14,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -266,7 +266,7 @@ def _analyse(
             and t.values[-1] - t.reference_ms > floor
         )
         if sig and big:
-            out[i] = _replace_drift(t)
+            out[i] = replace(t, drift=True)
     return History(
         tuple(out),
         len({e.line for e in loaded.entries}),
@@ -282,12 +282,6 @@ def _targets(
 ) -> tuple[tuple[str, str, float], ...]:
     """The budget's part: rows with a target (a row the data lacks or gains is not a change)."""
     return tuple((k, n, t) for k, n, t in targets if t is not None)
-
-
-def _replace_drift(t: Trend) -> Trend:
-    from dataclasses import replace
-
-    return replace(t, drift=True)
 
 
 def _trend(r: Row, window: list[Entry], regression: Regression) -> Trend:

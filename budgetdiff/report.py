@@ -7,6 +7,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from budgetdiff.judge import VERDICT_ORDER, headline, worst
+from budgetdiff.render.json import render_json, report_dict
+from budgetdiff.render.markdown import render_markdown
+from budgetdiff.render.table import render_table
 from budgetdiff.results import Acceptance, Change, Comparison, Finding, Headline, Verdict, Word
 
 if TYPE_CHECKING:
@@ -101,26 +104,18 @@ class Report:
 
     def to_text(self) -> str:
         """The terminal report (`--output table`)."""
-        from budgetdiff.render.table import render_table
-
         return render_table(self)
 
     def to_markdown(self) -> str:
         """The markdown report: the PR comment and the step summary."""
-        from budgetdiff.render.markdown import render_markdown
-
         return render_markdown(self)
 
     def to_json(self) -> str:
         """The JSON report (`budgetdiff.report/v1`), as `--output json` prints it."""
-        from budgetdiff.render.json import render_json
-
         return render_json(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report as Python values."""
-        from budgetdiff.render.json import report_dict
-
         return report_dict(self)
 
     def to_frame(self) -> pandas.DataFrame:
