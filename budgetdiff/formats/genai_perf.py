@@ -18,7 +18,7 @@ import numpy as np
 import orjson
 
 from budgetdiff.formats import ReadOptions
-from budgetdiff.formats._client import (
+from budgetdiff.formats._checks import (
     Ctx,
     arr,
     finite,

@@ -1,4 +1,4 @@
-"""Validation shared by the client-side benchmark readers: parse untrusted JSON, check each field.
+"""The checks every JSON reader shares: parse untrusted JSON, then check each field.
 
 Every check raises one `ReadError` that names the format, the file and the key, and says how
 to fix it; nothing here lets a KeyError, TypeError or ValueError escape to the user.
