@@ -14,11 +14,11 @@ from budgetdiff.results import (
     Change,
     Comparison,
     Finding,
-    Headline,
     Kind,
     Row,
     RowKind,
     Status,
+    Summary,
     Verdict,
 )
 from budgetdiff.stats import normal_quantile
@@ -96,18 +96,18 @@ def worst(verdicts: Iterable[Verdict]) -> Verdict:
     return max(verdicts, key=VERDICT_ORDER.__getitem__, default=Verdict.PASS)
 
 
-# Kinds the headline says without naming them: the SLO at risk, its causes, no base
+# Kinds the summary says without naming them: the SLO at risk, its causes, no base
 _SAID = frozenset({Kind.LOW_HEADROOM, Kind.OVER_BUDGET, Kind.BREACH, Kind.REGRESSION, Kind.NO_BASE})
 
 
-def headline(c: Comparison, findings: Sequence[Finding], verdict: Verdict) -> Headline:
+def summarize(c: Comparison, findings: Sequence[Finding], verdict: Verdict) -> Summary:
     """What to put first about one scenario: the SLO metric at risk, and the cause to name
     (the slices that regressed or went over budget, else the other kinds found)."""
     regressed = [r for r in c.slices if r.change == Change.REGRESSION]
     regressed.sort(key=lambda r: -(r.tail_change_ms or r.delta_ms or 0.0))
     over = tuple(r for r in c.slices if r.over_budget and r not in regressed)
     also = tuple(k for k in dict.fromkeys(f.kind for f in findings) if k not in _SAID)
-    return Headline(
+    return Summary(
         verdict=verdict,
         compared=c.base is not None,
         at_risk=at_risk(c),

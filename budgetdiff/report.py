@@ -6,11 +6,11 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from budgetdiff.judge import VERDICT_ORDER, headline, worst
+from budgetdiff.judge import VERDICT_ORDER, summarize, worst
 from budgetdiff.render.json import render_json, report_dict
 from budgetdiff.render.markdown import render_markdown
 from budgetdiff.render.table import render_table
-from budgetdiff.results import Acceptance, Change, Comparison, Finding, Headline, Verdict, Word
+from budgetdiff.results import Acceptance, Change, Comparison, Finding, Summary, Verdict, Word
 
 if TYPE_CHECKING:
     import pandas
@@ -58,10 +58,10 @@ class Scenario:
     verdict: Verdict
     history: History | None = None  # the trends over a history file (`--history`)
     # what every rendering puts first, decided by the judge from the fields above
-    headline: Headline = field(init=False)
+    summary: Summary = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "headline", headline(self.comparison, self.findings, self.verdict))
+        object.__setattr__(self, "summary", summarize(self.comparison, self.findings, self.verdict))
 
     @property
     def regressions(self) -> list[str]:

@@ -1,5 +1,5 @@
 """The result types every stage after the comparison reads: the rows and sides `rows` and
-`aggregate` compute, the findings and the headline `judge` decides, and the words each may hold.
+`aggregate` compute, the findings and the summary `judge` decides, and the words each may hold.
 
 Only types live here, so a renderer reads results without importing the code that computes them.
 A word the JSON report or `fail_on` spells is an enum member whose value is that word: adding a
@@ -192,9 +192,10 @@ class Acceptance:
 
 
 @dataclass(frozen=True, slots=True)
-class Headline:
-    """What the first line of every rendering says about one scenario, decided by `judge`:
-    the SLO metric at risk and the cause to name. Renderers word it; none decides it."""
+class Summary:
+    """What the headline of every rendering says about one scenario, decided by `judge`: the
+    SLO metric at risk and the cause to name. Renderers word it (`render.summary`); none
+    decides it. (Not `Comparison.headline`, the attribution's sentence under the tables.)"""
 
     verdict: Verdict
     compared: bool  # there is a base: "no regression" can be said

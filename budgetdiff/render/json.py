@@ -6,8 +6,8 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-from budgetdiff.render.headline import sentence, verbatim
-from budgetdiff.results import Comparison, Finding, Headline, Row, Side
+from budgetdiff.render.summary import sentence, verbatim
+from budgetdiff.results import Comparison, Finding, Row, Side, Summary
 
 if TYPE_CHECKING:  # render reads the Report; report.py calls render
     from budgetdiff.report import Report, Scenario
@@ -43,7 +43,7 @@ def _scenario(s: Scenario) -> dict[str, Any]:
         "inputs": {"base": _input(c.base) if c.base else None, "head": _input(c.head)},
         "paired": c.paired,
         "headline": c.headline,
-        "summary": _summary(s.headline, c.percentile),
+        "summary": _summary(s.summary, c.percentile),
         "slo": [_slo(r) for r in c.slo],
         "slices": [_slice(r) for r in c.slices],
         "findings": [_finding(f) for f in s.findings],
@@ -75,7 +75,7 @@ def _scenario(s: Scenario) -> dict[str, Any]:
     }
 
 
-def _summary(h: Headline, p: float) -> dict[str, Any]:
+def _summary(h: Summary, p: float) -> dict[str, Any]:
     """The headline every rendering puts first: its sentence, and what the judge chose to name."""
     return {
         "text": sentence(h, p, verbatim),

@@ -20,7 +20,7 @@ from budgetdiff.numbers import (
 )
 from budgetdiff.render import cells
 from budgetdiff.render.chart import budget_chart
-from budgetdiff.render.headline import kind_words, names, sentence
+from budgetdiff.render.summary import kind_words, names, sentence
 from budgetdiff.render.text import md
 from budgetdiff.results import Change, Comparison, Finding, Kind, Row, Status, Verdict
 
@@ -122,7 +122,7 @@ def _verdict_line(report: Report, resolved: bool = False) -> str:
 
 def headline(s: Scenario) -> str:
     """`End to end p95 +1,082 ms (+24%), 6.7% headroom left: decode regressed`."""
-    return sentence(s.headline, s.comparison.percentile, md)
+    return sentence(s.summary, s.comparison.percentile, md)
 
 
 def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -> list[str]:
@@ -246,7 +246,7 @@ def _summary(report: Report) -> list[str]:
     """Several scenarios: one row each, before the folded reports."""
     body = []
     for s in report.scenarios:
-        c, row, owners = s.comparison, s.headline.at_risk, s.headline.owners
+        c, row, owners = s.comparison, s.summary.at_risk, s.summary.owners
         body.append(
             [
                 md(c.name or "default"),

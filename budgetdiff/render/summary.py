@@ -1,12 +1,12 @@
-"""The headline in words: the sentence every rendering puts first, worded from what `judge`
-decided (`Headline`), with the escape of the rendering that shows it."""
+"""The headline in words: the sentence every rendering puts first, worded from the `Summary`
+the judge decided, with the escape of the rendering that shows it."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
 from budgetdiff.numbers import ms, pct, percentile, signed_ms
-from budgetdiff.results import Change, Headline, Kind, Row, Status, Verdict
+from budgetdiff.results import Change, Kind, Row, Status, Summary, Verdict
 
 # A finding's kind as a reader says it; a kind not named here is said as its name
 KIND_WORDS = {
@@ -42,7 +42,7 @@ def verbatim(text: str, limit: int | None = None, /) -> str:
     return text
 
 
-def sentence(h: Headline, p: float, say: Escape) -> str:
+def sentence(h: Summary, p: float, say: Escape) -> str:
     """`End to end p95 +1,082 ms (+24%), 6.7% headroom left: decode regressed`."""
     parts = (_at_risk(h.at_risk, percentile(p), say), cause(h, say))
     return ": ".join(x for x in parts if x) or "evaluated"
@@ -62,7 +62,7 @@ def _at_risk(row: Row | None, p: str, say: Escape) -> str:
     return f"{_capital(say(row.label))} {p} {change}, {pct(row.headroom_pct)} headroom left"
 
 
-def cause(h: Headline, say: Escape) -> str:
+def cause(h: Summary, say: Escape) -> str:
     """Why, in words: the slices that regressed or went over budget, or the findings' kinds."""
     if h.verdict == Verdict.PASS:
         return "no regression, every SLO holds" if h.compared else "every SLO holds"
