@@ -305,7 +305,8 @@ def against_target(
 
 
 def _headline(slo_rows: tuple[Row, ...], split: _Split, p: float) -> str | None:
-    """The one line on top: the change of the total's percentile and the slices it came from."""
+    """The attribution's sentence: the change of the total's percentile and the slices it came
+    from (the summary that heads every rendering is the judge's, `judge.summarize`)."""
     total = next((r for r in slo_rows if r.name == "total"), None)
     if total is None or total.delta_ms is None or not split.change_ms:
         return None

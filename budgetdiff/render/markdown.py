@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # render reads the Report; report.py calls render
 GITHUB_COMMENT_LIMIT = 65_536
 ICON = {Verdict.PASS: "✅", Verdict.WARN: "⚠️", Verdict.FAIL: "❌"}
 # `~` is the terminal's short word; in the comment it is said
-CHANGE_WORDS = {**cells.CHANGE_WORDS, "none": "no clear change"}
+CHANGE_WORDS = {**cells.CHANGE_WORDS, Change.NONE: "no clear change"}
 STATUS_ICON = {Status.OK: "✅", Status.LOW_HEADROOM: "⚠️", Status.BREACH: "❌"}
 
 
