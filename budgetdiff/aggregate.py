@@ -5,7 +5,7 @@ tested on the bucket counts, and a percentile is only as exact as its bucket."""
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -13,22 +13,15 @@ from budgetdiff import numbers, stats
 from budgetdiff.budget import Budget
 from budgetdiff.errors import InputError
 from budgetdiff.prepare import Prepared
-from budgetdiff.rows import (
-    METRIC_LABELS,
-    PER_TOKEN,
-    Comparison,
-    Row,
-    Side,
-    against_target,
-    decide_rows,
-    prepared_side,
-)
+from budgetdiff.results import METRIC_LABELS, Change, Comparison, Row, RowKind, Side
+from budgetdiff.rows import PER_TOKEN, against_target, decide_rows, prepared_side
 from budgetdiff.table import KNOWN_SLICES, Histogram, Run, histogram_quantile
 
 NO_INTERVAL = "summary input: no per-request data, so no interval; the change is not judged"
 
 
-class _Value(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Value:
     """One side's value of one row, as far as the aggregates hold it."""
 
     ms: float | None
@@ -39,10 +32,11 @@ class _Value(NamedTuple):
     coarse: bool = False  # the percentile is in the first bucket: too coarse to place
 
 
-class _Pair(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Pair:
     """One row: an SLO metric or a slice, and each side's value of it."""
 
-    kind: str  # "slo" | "slice"
+    kind: RowKind
     name: str
     base: _Value | None  # None: no base run
     head: _Value
@@ -108,7 +102,7 @@ def compare_aggregate(
 
 def _row_names(
     base: Run | Prepared | None, head: Run | Prepared, budget: Budget
-) -> list[tuple[str, str]]:
+) -> list[tuple[RowKind, str]]:
     """(kind, name) of each row: the SLO metrics both sides hold, then the budget's slices (or
     the known slices both hold); a budget slice the head lacks is bad input."""
     have = set(_names(head)) & (set(_names(base)) if base is not None else set(_names(head)))
@@ -127,7 +121,7 @@ def _row(
     x: _Pair,
     *,
     change: stats.Change | None,
-    verdict: str | None,
+    verdict: Change | None,
     budget: Budget,
     sources: tuple[str, str],
 ) -> Row:
@@ -149,7 +143,7 @@ def _row(
         head_ms=h.ms,
         delta_ms=change.delta if change else None,
         delta_pct=change.delta_pct if change else None,
-        change=verdict if change is not None else ("inconclusive" if b is not None else None),
+        change=verdict if change is not None else (Change.INCONCLUSIVE if b is not None else None),
         p_value=change.p_value if change else None,
         notes=tuple(n for n in notes if n),
         headroom_pct=standing.headroom_pct,

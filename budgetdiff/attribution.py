@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 
 from budgetdiff import numbers, stats
+from budgetdiff.results import Change
 from budgetdiff.table import UNATTRIBUTED, FloatArray
 
 MAX_SHAPLEY_SLICES = 10  # changed slices; more are sampled (`SAMPLED_ORDERS` slice orders)
@@ -147,7 +148,8 @@ def tail_change(base: Mapping[str, float], head: Mapping[str, float]) -> dict[st
     return {n: head.get(n, 0.0) - base.get(n, 0.0) for n in names}
 
 
-class Shapley(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Shapley:
     """Shapley parts of the change of the total's p-th percentile, and how they were found."""
 
     parts: dict[str, float]
@@ -343,7 +345,7 @@ def headline(
     change_ms: float,
     parts: Mapping[str, float],
     *,
-    change: str | None,
+    change: Change | None,
     ci_ms: tuple[float, float] | None = None,
     label: str = "end to end",
 ) -> str:
@@ -360,9 +362,9 @@ def headline(
     what = f"{numbers.percentile(p)} {label}"
     if not math.isfinite(change_ms):
         return f"{what}: no value to compare"
-    if change == "inconclusive":
+    if change == Change.INCONCLUSIVE:
         return f"{what} {numbers.change_ms(change_ms)}: inconclusive (too few requests to tell)"
-    if change not in ("regression", "improvement"):
+    if change not in (Change.REGRESSION, Change.IMPROVEMENT):
         could, word = "", "no significant change"
         if ci_ms is not None and all(math.isfinite(v) for v in ci_ms):
             could = (

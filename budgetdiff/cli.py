@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from budgetdiff.budget import Budget
     from budgetdiff.commands.history import HistoryOptions
     from budgetdiff.history import Loaded
-    from budgetdiff.judge import Acceptance
     from budgetdiff.report import Report
+    from budgetdiff.results import Acceptance
 
 EXAMPLES = {
     "compare": """example:

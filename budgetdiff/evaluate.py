@@ -23,13 +23,14 @@ from budgetdiff.judge import judge
 from budgetdiff.prepare import Prepared, prepare
 from budgetdiff.render.text import plain
 from budgetdiff.report import Report, Scenario
-from budgetdiff.rows import Comparison, runs_match, slice_parts
+from budgetdiff.results import Comparison
+from budgetdiff.rows import runs_match, slice_parts
 from budgetdiff.table import UNATTRIBUTED, Run
 
 if TYPE_CHECKING:
     from budgetdiff.budget import Budget
     from budgetdiff.history import History, Loaded
-    from budgetdiff.judge import Acceptance
+    from budgetdiff.results import Acceptance
 
 
 # ---- read -----------------------------------------------------------------------------------

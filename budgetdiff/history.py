@@ -14,14 +14,20 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from budgetdiff import changepoint, numbers, stats
 from budgetdiff.budget import Budget, Regression
-from budgetdiff.rows import PER_TOKEN, Comparison, Row
+from budgetdiff.results import Comparison, Row, RowKind
+from budgetdiff.rows import PER_TOKEN
 
+# each kind of row in a report's JSON: (kind, list key, name key, target key)
+_SECTIONS: tuple[tuple[RowKind, str, str, str], ...] = (
+    ("slo", "slo", "metric", "target_ms"),
+    ("slice", "slices", "name", "budget_ms"),
+)
 MAX_BYTES = 64 * 1024**2  # the whole history file
 MAX_LINE = 1024**2  # one report
 MAX_RUNS = 5000  # the newest runs read; the Action's store keeps 500
@@ -50,8 +56,8 @@ class Entry:
     commit: str | None
     scenario: str | None
     percentile: float
-    targets: tuple[tuple[str, str, float | None], ...]  # (kind, name, target): the budget
-    points: dict[tuple[str, str], Point]  # (kind, name) -> value
+    targets: tuple[tuple[RowKind, str, float | None], ...]  # (kind, name, target): the budget
+    points: dict[tuple[RowKind, str], Point]  # (kind, name) -> value
 
     @property
     def label(self) -> str:
@@ -69,7 +75,7 @@ class Loaded:
 class Trend:
     """One SLO metric or slice over the history, with the head as its last point."""
 
-    kind: str
+    kind: RowKind
     name: str
     label: str
     target_ms: float | None
@@ -165,12 +171,9 @@ def _entry(doc: object, number: int, commit: str | None) -> Entry:
     percentile = _number(doc.get("percentile"), "percentile")
     if percentile is None or not 0 < percentile < 100:
         raise _Skip("`percentile` must be a number between 0 and 100")
-    targets: list[tuple[str, str, float | None]] = []
-    points: dict[tuple[str, str], Point] = {}
-    for kind, key, name_key, target_key in (
-        ("slo", "slo", "metric", "target_ms"),
-        ("slice", "slices", "name", "budget_ms"),
-    ):
+    targets: list[tuple[RowKind, str, float | None]] = []
+    points: dict[tuple[RowKind, str], Point] = {}
+    for kind, key, name_key, target_key in _SECTIONS:
         rows = doc.get(key)
         if not isinstance(rows, list) or len(rows) > 256:
             raise _Skip(f"`{key}` must be a list of rows")
@@ -263,7 +266,7 @@ def _analyse(
             and t.values[-1] - t.reference_ms > floor
         )
         if sig and big:
-            out[i] = _replace_drift(t)
+            out[i] = replace(t, drift=True)
     return History(
         tuple(out),
         len({e.line for e in loaded.entries}),
@@ -279,12 +282,6 @@ def _targets(
 ) -> tuple[tuple[str, str, float], ...]:
     """The budget's part: rows with a target (a row the data lacks or gains is not a change)."""
     return tuple((k, n, t) for k, n, t in targets if t is not None)
-
-
-def _replace_drift(t: Trend) -> Trend:
-    from dataclasses import replace
-
-    return replace(t, drift=True)
 
 
 def _trend(r: Row, window: list[Entry], regression: Regression) -> Trend:

@@ -5,44 +5,39 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Literal
 
 from budgetdiff.budget import Budget
 from budgetdiff.numbers import count, interval, ms, p_value, pct, percentile, setting_pct, signed_ms
-from budgetdiff.rows import Comparison, Row
+from budgetdiff.results import (
+    Acceptance,
+    Change,
+    Comparison,
+    Finding,
+    Kind,
+    Row,
+    RowKind,
+    Status,
+    Summary,
+    Verdict,
+)
 from budgetdiff.stats import normal_quantile
 
 if TYPE_CHECKING:
     from budgetdiff.history import History, Trend
 
-VERDICT_ORDER = {"pass": 0, "warn": 1, "fail": 2}
+VERDICT_ORDER = {Verdict.PASS: 0, Verdict.WARN: 1, Verdict.FAIL: 2}
 _FIRST_TOKEN_SLICES = ("network", "gateway", "queue", "prefill", "first_token")
 
 
-@dataclass(frozen=True)
-class Finding:
-    kind: str
-    subject: str
-    fails: bool
-    message: str
-    accepted: bool = False  # a regression that would fail, accepted on purpose (a PR label)
-
-
-@dataclass(frozen=True)
-class Acceptance:
-    """A pull request's label that accepts its regressions on purpose, and who set it."""
-
-    label: str
-    by: str  # `@login`, or how the label was found when the event does not say who set it
-
-
-class _Raw(NamedTuple):
-    kind: str
+@dataclass(frozen=True, slots=True)
+class _Raw:
+    kind: Kind
     subject: str
     message: str
     # the `fail_on` kind that decides whether it fails: its own kind, a regression-like kind
     # the budget cannot name (a higher failure rate), or None for a finding that only informs
-    gate: str | None = ""
+    gate: Kind | Literal["own"] | None = "own"
 
 
 def judge(
@@ -55,19 +50,19 @@ def judge(
     same_input: str | None = None,
     accepted: Acceptance | None = None,
     history: History | None = None,
-) -> tuple[list[Finding], str]:
+) -> tuple[list[Finding], Verdict]:
     """Findings for one scenario, and its verdict (pass, warn or fail). With `accepted`, a
     regression that would fail is kept, marked accepted, and fails no more (verdict warn)."""
     fail = set(fail_on)
     raw: list[_Raw] = []
     if no_base is not None:
-        raw.append(_Raw("no_base", "base", no_base))
+        raw.append(_Raw(Kind.NO_BASE, "base", no_base))
     if same_input is not None:  # compared with itself: there is no base to speak of
-        raw.append(_Raw("same_input", "base", same_input, "no_base"))
+        raw.append(_Raw(Kind.SAME_INPUT, "base", same_input, Kind.NO_BASE))
     for name in base_only:
         raw.append(
             _Raw(
-                "scenario_missing",
+                Kind.SCENARIO_MISSING,
                 name,
                 f"scenario {name!r} is in base but not in "
                 "head: it was not run, so it was not compared",
@@ -80,19 +75,66 @@ def judge(
         raw += [_drift(t, budget, percentile(c.percentile)) for t in history.trends if t.drift]
     findings = []
     for r in raw:
-        gate = r.kind if r.gate == "" else r.gate
+        gate = r.kind if r.gate == "own" else r.gate
         fails = gate in fail
-        if fails and accepted is not None and gate == "regression":
+        if fails and accepted is not None and gate == Kind.REGRESSION:
             message = f"{r.message} (accepted by {accepted.by} with the label {accepted.label})"
             findings.append(Finding(r.kind, r.subject, False, message, accepted=True))
         else:
             findings.append(Finding(r.kind, r.subject, fails, r.message))
-    verdict = "fail" if any(f.fails for f in findings) else "warn" if findings else "pass"
+    verdict = (
+        Verdict.FAIL
+        if any(f.fails for f in findings)
+        else Verdict.WARN
+        if findings
+        else Verdict.PASS
+    )
     return findings, verdict
 
 
-def worst(verdicts: Iterable[str]) -> str:
-    return max(verdicts, key=VERDICT_ORDER.__getitem__, default="pass")
+def worst(verdicts: Iterable[Verdict]) -> Verdict:
+    return max(verdicts, key=VERDICT_ORDER.__getitem__, default=Verdict.PASS)
+
+
+# Kinds the summary says without naming them: the SLO at risk, its causes, no base
+_SAID = frozenset({Kind.LOW_HEADROOM, Kind.OVER_BUDGET, Kind.BREACH, Kind.REGRESSION, Kind.NO_BASE})
+
+
+def summarize(c: Comparison, findings: Sequence[Finding], verdict: Verdict) -> Summary:
+    """What to put first about one scenario: the SLO metric at risk, and the cause to name
+    (the slices that regressed or went over budget, else the other kinds found)."""
+    regressed = [r for r in c.slices if r.change == Change.REGRESSION]
+    regressed.sort(key=lambda r: -(r.tail_change_ms or r.delta_ms or 0.0))
+    over = tuple(r for r in c.slices if r.over_budget and r not in regressed)
+    also = tuple(k for k in dict.fromkeys(f.kind for f in findings) if k not in _SAID)
+    return Summary(
+        verdict=verdict,
+        compared=c.base is not None,
+        at_risk=at_risk(c),
+        regressed=tuple(regressed),
+        over_budget=over,
+        regressed_slo=tuple(r for r in c.slo if r.change == Change.REGRESSION),
+        no_base=any(f.kind == Kind.NO_BASE for f in findings),
+        also=also[:3] if not regressed else (),
+    )
+
+
+def at_risk(c: Comparison) -> Row | None:
+    """The SLO metric a reviewer should look at: a breach, else the least headroom (a
+    regressed one first), else the largest regression without a target."""
+    targeted = [r for r in c.slo if r.status is not None]
+    order = {Status.BREACH: 0, Status.LOW_HEADROOM: 1, Status.OK: 2}
+    if targeted:
+        return min(
+            targeted,
+            key=lambda r: (
+                order[r.status or Status.OK],
+                r.change != Change.REGRESSION,
+                r.headroom_pct if r.headroom_pct is not None else math.inf,
+            ),
+        )
+    regressed = [r for r in c.slo if r.change == Change.REGRESSION]
+    return max(regressed, key=lambda r: r.delta_pct or 0.0, default=None)
 
 
 def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
@@ -109,13 +151,13 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
     counted = c.base is not None and c.base.requests and c.head.requests
     if counted and c.head.failed and c.head.failed < (c.head.requests or 0):
         out.append(_failure_rate(c, budget.regression.confidence))
-    out += [_Raw("infeasible", "slo", message, None) for message in c.feasibility]
+    out += [_Raw(Kind.INFEASIBLE, "slo", message, None) for message in c.feasibility]
     return out
 
 
 def _all_failed(c: Comparison) -> _Raw:
     return _Raw(
-        "breach",
+        Kind.BREACH,
         "requests",
         f"every one of the {count(c.head.requests or 0)} head requests failed: no SLO holds",
     )
@@ -131,23 +173,23 @@ def _overallocated(budget: Budget) -> list[_Raw]:
         f"the slice budgets add up to {ms(slice_total)}, {pct(100 * slice_total / slo, 0)} of "
         f"the {ms(slo)} total SLO: no headroom is left"
     )
-    return [_Raw("overallocated", "budget", message)]
+    return [_Raw(Kind.OVERALLOCATED, "budget", message)]
 
 
 def _slo_status(c: Comparison, p: str) -> list[_Raw]:
     """An SLO metric over its target (breach), or below it with too little headroom."""
     out = []
     for r in c.slo:
-        if r.status == "breach":
+        if r.status == Status.BREACH:
             over = (r.head_ms or 0) - (r.target_ms or 0)
             message = f"{p} {r.label} is {ms(r.head_ms)}, over its {ms(r.target_ms)} target by "
-            out.append(_Raw("breach", r.name, message + ms(over)))
-        elif r.status == "low_headroom":
+            out.append(_Raw(Kind.BREACH, r.name, message + ms(over)))
+        elif r.status == Status.LOW_HEADROOM:
             message = (
                 f"{p} {r.label} is {ms(r.head_ms)}: only {pct(r.headroom_pct)} headroom below "
                 f"its {ms(r.target_ms)} target"
             )
-            out.append(_Raw("low_headroom", r.name, message))
+            out.append(_Raw(Kind.LOW_HEADROOM, r.name, message))
     return out
 
 
@@ -163,14 +205,14 @@ def _over_budget(c: Comparison, p: str) -> list[_Raw]:
             else f"{p} {r.name} is {ms(r.head_ms)}"
         )
         message = f"{held}, over its {ms(r.target_ms)} budget ({pct(r.budget_use_pct, 0)} used)"
-        out.append(_Raw("over_budget", r.name, message))
+        out.append(_Raw(Kind.OVER_BUDGET, r.name, message))
     return out
 
 
 def _changes(c: Comparison, budget: Budget, p: str) -> list[_Raw]:
     """The regressions; when base and head ran different workloads, one finding that says
     so instead (a regression then may be the load: it still fails like a regression)."""
-    regressed = [r for r in (*c.slo, *c.slices) if r.change == "regression"]
+    regressed = [r for r in (*c.slo, *c.slices) if r.change == Change.REGRESSION]
     if c.not_comparable and regressed:
         gated = any(budget.gated(r.kind, r.name) for r in regressed)
         message = (
@@ -178,16 +220,16 @@ def _changes(c: Comparison, budget: Budget, p: str) -> list[_Raw]:
             f"changes of {', '.join(r.label for r in regressed)} may be the load, not the "
             "code; rerun both with the same load"
         )
-        return [_Raw("not_comparable", "workload", message, "regression" if gated else None)]
+        return [_Raw(Kind.NOT_COMPARABLE, "workload", message, Kind.REGRESSION if gated else None)]
     out = _regressions(c, budget, p)
     if c.not_comparable:
         message = "base and head ran different workloads: " + "; ".join(c.not_comparable)
-        out.append(_Raw("not_comparable", "workload", message, None))
+        out.append(_Raw(Kind.NOT_COMPARABLE, "workload", message, None))
     return out
 
 
 def _inconclusive(c: Comparison, p: str) -> list[_Raw]:
-    rows = [r for r in (*c.slo, *c.slices) if r.change == "inconclusive"]
+    rows = [r for r in (*c.slo, *c.slices) if r.change == Change.INCONCLUSIVE]
     if not rows:
         return []
     need = max((r.needed or 0) for r in rows)
@@ -197,21 +239,22 @@ def _inconclusive(c: Comparison, p: str) -> list[_Raw]:
         if need
         else "no per-request data for an interval"
     )
-    return [_Raw("inconclusive", names, f"{names}: {why}; the gate cannot tell", None)]
+    return [_Raw(Kind.INCONCLUSIVE, names, f"{names}: {why}; the gate cannot tell", None)]
 
 
 def _unmeasured(c: Comparison, budget: Budget, served: bool) -> list[_Raw]:
     """A target the budget sets that was not evaluated on both sides: never a silent pass."""
     out = []
     rows = {(r.kind, r.name): r for r in (*c.slo, *c.slices)}
-    targets = [("slo", n) for n in budget.slo.targets()] + [("slice", n) for n in budget.slices]
+    targets: list[tuple[RowKind, str]] = [("slo", n) for n in budget.slo.targets()]
+    targets += [("slice", n) for n in budget.slices]
     for kind, name in targets:
         r = rows.get((kind, name))
         if r is None:
             if kind == "slo":  # a budget slice the data lacks is bad input, not a finding
                 out.append(
                     _Raw(
-                        "unmeasured",
+                        Kind.UNMEASURED,
                         name,
                         f"the budget sets a {name} target, but this data "
                         f"cannot give {name}: it is not checked",
@@ -226,7 +269,7 @@ def _unmeasured(c: Comparison, budget: Budget, served: bool) -> list[_Raw]:
                 f"{r.label} is not measured at {percentile(c.percentile)} in {gone}{why}: "
                 "it is not checked"
             )
-            out.append(_Raw("unmeasured", name, message))
+            out.append(_Raw(Kind.UNMEASURED, name, message))
     return out
 
 
@@ -249,8 +292,8 @@ def _regressions(c: Comparison, budget: Budget, p: str) -> list[_Raw]:
     end to end, TPOT); an SLO row no regressed slice explains is its own finding. A finding
     fails only when a row in it is one the budget gates (`Budget.gated`)."""
     made_of = _moved_by(c, budget)
-    slo = [r for r in c.slo if r.change == "regression"]
-    causes = [r for r in c.slices if r.change == "regression"]
+    slo = [r for r in c.slo if r.change == Change.REGRESSION]
+    causes = [r for r in c.slices if r.change == Change.REGRESSION]
     explained: set[str] = set()
     out = []
     for cause in causes:
@@ -270,12 +313,12 @@ def _regressions(c: Comparison, budget: Budget, p: str) -> list[_Raw]:
 
 def _regression(cause: Row, moved: list[Row], budget: Budget, message: str) -> _Raw:
     if any(budget.gated(r.kind, r.name) for r in (cause, *moved)):
-        return _Raw("regression", cause.name, message)
+        return _Raw(Kind.REGRESSION, cause.name, message)
     message += (
         " (information: the budget sets no target or budget for it; name it in "
         "regression.metrics to gate on it)"
     )
-    return _Raw("regression", cause.name, message, None)
+    return _Raw(Kind.REGRESSION, cause.name, message, None)
 
 
 def _regression_message(r: Row, p: str) -> str:
@@ -302,8 +345,8 @@ def _failure_rate(c: Comparison, confidence: float) -> _Raw:
         f"{count(fb)} of {count(nb)} at base ({pct(100 * rb)})"
     )
     if significant:  # the budget cannot name it: a higher failure rate fails as a regression
-        return _Raw("failure_rate", "requests", message, "regression")
-    return _Raw("failures", "requests", message, None)
+        return _Raw(Kind.FAILURE_RATE, "requests", message, Kind.REGRESSION)
+    return _Raw(Kind.FAILURES, "requests", message, None)
 
 
 def _drift(t: Trend, budget: Budget, p: str) -> _Raw:
@@ -321,5 +364,5 @@ def _drift(t: Trend, budget: Budget, p: str) -> _Raw:
     )
     if t.slower_since:
         message += f"; slower since {t.slower_since}"
-    gate = "" if budget.gated(t.kind, t.name) else None
-    return _Raw("drift", t.name, message, gate)
+    gate: Kind | Literal["own"] | None = "own" if budget.gated(t.kind, t.name) else None
+    return _Raw(Kind.DRIFT, t.name, message, gate)

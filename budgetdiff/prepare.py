@@ -6,7 +6,8 @@ TPOT, the longest stall) and puts requests in arrival order. Pure: values in, va
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, TypeVar, cast
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -22,7 +23,8 @@ UNATTRIBUTED_MIN_MS = 1.0
 UNATTRIBUTED_MIN_SHARE = 0.005
 
 
-class Prepared(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Prepared:
     """Per-request values of the succeeded requests of one run, in arrival order."""
 
     run: Run
@@ -92,7 +94,8 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     )
 
 
-class _Kept(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Kept:
     """The succeeded requests of a run, in arrival order."""
 
     rows: np.ndarray  # the run's index of each kept request (`index` is tuple's method)

@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from dataclasses import dataclass, replace
 
 from budgetdiff.budget import Budget
 from budgetdiff.errors import BudgetError
 from budgetdiff.numbers import budget_ms, fine_ms, ms, pct, percentile, setting_pct
 from budgetdiff.table import UNATTRIBUTED
-
-if TYPE_CHECKING:
-    from budgetdiff.whatif import FixFirst
-
+from budgetdiff.whatif import FixFirst
 
 # `unattributed` joins a proposal when its measured value or tail contribution would round to at
 # least 1 ms; less is rounding noise.
@@ -125,7 +121,8 @@ def _slice_names(budget: Budget, parts: Mapping[str, float]) -> list[str]:
     return names
 
 
-class _Target(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Target:
     """What the allocation fills, and what is over its SLO (`over`, None when it fits)."""
 
     ms: float
@@ -141,11 +138,11 @@ def _target(budget: Budget, *, total_ms: float, ttft_ms: float | None) -> _Targe
     target = _total_target(budget, total_ms=total_ms, end_to_end=end_to_end)
     limit = budget.slo.total if budget.slo.total is not None else target.ms
     if total_ms > limit:
-        return target._replace(shortfall_ms=total_ms - limit, over=end_to_end)
+        return replace(target, shortfall_ms=total_ms - limit, over=end_to_end)
     ttft_slo = budget.slo.ttft
     if ttft_slo is not None and ttft_ms is not None and ttft_ms > ttft_slo:
         over = f"the {p} TTFT, {ms(ttft_ms)}"
-        return target._replace(shortfall_ms=ttft_ms - ttft_slo, over=over)
+        return replace(target, shortfall_ms=ttft_ms - ttft_slo, over=over)
     return target
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from budgetdiff.judge import VERDICT_ORDER, Acceptance, Finding, worst
-from budgetdiff.rows import Comparison
+from budgetdiff.judge import VERDICT_ORDER, summarize, worst
+from budgetdiff.render.json import render_json, report_dict
+from budgetdiff.render.markdown import render_markdown
+from budgetdiff.render.table import render_table
+from budgetdiff.results import Acceptance, Change, Comparison, Finding, Summary, Verdict, Word
 
 if TYPE_CHECKING:
     import pandas
@@ -52,13 +55,18 @@ FRAME_COLUMNS = (
 class Scenario:
     comparison: Comparison
     findings: tuple[Finding, ...]
-    verdict: str
+    verdict: Verdict
     history: History | None = None  # the trends over a history file (`--history`)
+    # what every rendering puts first, decided by the judge from the fields above
+    summary: Summary = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "summary", summarize(self.comparison, self.findings, self.verdict))
 
     @property
     def regressions(self) -> list[str]:
         c = self.comparison
-        return [r.name for r in (*c.slo, *c.slices) if r.change == "regression"]
+        return [r.name for r in (*c.slo, *c.slices) if r.change == Change.REGRESSION]
 
 
 @dataclass(frozen=True)
@@ -69,7 +77,7 @@ class Report:
     accepted: Acceptance | None = None  # the PR label that accepts regressions, when set
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Verdict:
         return worst(s.verdict for s in self.scenarios)
 
     @property
@@ -96,26 +104,18 @@ class Report:
 
     def to_text(self) -> str:
         """The terminal report (`--output table`)."""
-        from budgetdiff.render.table import render_table
-
         return render_table(self)
 
     def to_markdown(self) -> str:
         """The markdown report: the PR comment and the step summary."""
-        from budgetdiff.render.markdown import render_markdown
-
         return render_markdown(self)
 
     def to_json(self) -> str:
         """The JSON report (`budgetdiff.report/v1`), as `--output json` prints it."""
-        from budgetdiff.render.json import render_json
-
         return render_json(self)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON report as Python values."""
-        from budgetdiff.render.json import report_dict
-
         return report_dict(self)
 
     def to_frame(self) -> pandas.DataFrame:
@@ -134,9 +134,9 @@ class Report:
                 rows.append(
                     (
                         c.name, r.kind, r.name, c.percentile, r.target_ms, r.base_ms, r.head_ms,
-                        r.delta_ms, r.delta_pct, low, high, r.change, r.p_value, r.status,
-                        r.headroom_pct, r.over_budget, r.budget_use_pct, r.tail_share_pct,
-                        r.tail_change_ms,
+                        r.delta_ms, r.delta_pct, low, high, _word(r.change), r.p_value,
+                        _word(r.status), r.headroom_pct, r.over_budget, r.budget_use_pct,
+                        r.tail_share_pct, r.tail_change_ms,
                     )
                 )  # fmt: skip
         frame: pandas.DataFrame = pandas.DataFrame(rows, columns=list(FRAME_COLUMNS))
@@ -145,3 +145,8 @@ class Report:
     def _repr_markdown_(self) -> str:
         """A notebook shows the report as the PR comment looks."""
         return self.to_markdown()
+
+
+def _word(value: Word | None) -> str | None:
+    """A frame holds the plain word, as the JSON report does (`regression`, `breach`)."""
+    return None if value is None else str(value)

@@ -9,9 +9,7 @@ one path for every row; `aggregate` builds its rows with them too.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import NamedTuple
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -19,110 +17,12 @@ from budgetdiff import attribution, numbers, rebudget, stats, whatif
 from budgetdiff.budget import Budget, Regression
 from budgetdiff.numbers import pct
 from budgetdiff.prepare import Prepared, material, slice_sum
+from budgetdiff.results import METRIC_LABELS, Change, Comparison, Row, RowKind, Side, Status
 from budgetdiff.table import UNATTRIBUTED, FloatArray, Run, repeated_ids
 
 OTHER_PERCENTILES = (50.0, 90.0, 99.0)
-# Rows of the SLO table, in order, with how a reader should name them.
-METRIC_LABELS = {
-    "ttft": "TTFT",
-    "total": "end to end",
-    "itl": "ITL (token-weighted)",
-    "tpot": "TPOT (request-weighted)",
-    "max_stall": "longest stall per request",
-}
 PAIRABLE = ("ttft", "total")  # per-request metrics that stay aligned by request id
 PER_TOKEN = ("itl", "tpot")  # `min_ms` is a per-request floor: it does not apply per token
-
-
-@dataclass(frozen=True)
-class Row:
-    """One SLO metric or slice, at the budget percentile."""
-
-    name: str
-    kind: str  # "slo" | "slice"
-    target_ms: float | None  # the SLO target, or the slice's budget
-    base_ms: float | None
-    head_ms: float | None
-    delta_ms: float | None = None
-    delta_pct: float | None = None
-    ci_ms: tuple[float, float] | None = None
-    change: str | None = None  # regression | improvement | none | inconclusive; None: no base
-    p_value: float | None = None
-    mde_pct: float | None = None
-    needed: int | None = None
-    paired: bool = False
-    notes: tuple[str, ...] = ()
-    percentiles: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
-    headroom_pct: float | None = None
-    status: str | None = None  # slo rows: ok | low_headroom | breach; None without a target
-    budget_use_pct: float | None = None
-    over_budget: bool | None = None
-    tail_share_pct: float | None = None
-    tail_change_ms: float | None = None
-    # why a side has no value where one was expected, in words (`p95 not in head.json: ...`)
-    unmeasured: tuple[str, ...] = ()
-    # the slice's part of the total's percentile (Euler allocation at the quantile): what its
-    # budget is held against; the parts add up to the total's percentile
-    part_ms: float | None = None
-    base_part_ms: float | None = None
-    # the head's own interval for its percentile (what a history of runs compares with)
-    head_ci_ms: tuple[float, float] | None = None
-    # from histograms: base and head fall in the same bucket, or the percentile is in the first
-    # bucket, so the buckets are too coarse to tell a change (a note says which)
-    coarse_buckets: bool = False
-
-    @property
-    def label(self) -> str:
-        return METRIC_LABELS.get(self.name, self.name) if self.kind == "slo" else self.name
-
-
-@dataclass(frozen=True)
-class Side:
-    """What the report says about one run as a whole."""
-
-    source: str
-    requests: int | None  # None: the file does not say how many requests ran
-    failed: int
-    attainment: stats.Attainment | None
-    meta: dict[str, str | float]
-    goodput_rps: float | None = None  # good requests per second of benchmark time
-    held_to: tuple[str, ...] = ()  # the SLO metrics `attainment` holds each request to
-
-    @property
-    def format(self) -> str:
-        """The reader that read this side (`aiperf`, `native`, ...; joined files: `a + b`)."""
-        return str(self.meta.get("format", "unknown"))
-
-    @property
-    def schema(self) -> str:
-        """Which schema (version) of the tool's file was read."""
-        return str(self.meta.get("schema", "unknown"))
-
-    @property
-    def tool_version(self) -> str | None:
-        value = self.meta.get("tool_version")
-        return value if isinstance(value, str) else None
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Everything computed for one scenario; the findings come from `judge`."""
-
-    name: str | None
-    percentile: float
-    base: Side | None
-    head: Side
-    slo: tuple[Row, ...]
-    slices: tuple[Row, ...]
-    headline: str | None
-    rebudget: rebudget.Proposal | None
-    feasibility: tuple[str, ...]
-    not_comparable: tuple[str, ...]
-    paired: bool
-    notes: tuple[str, ...]
-    tpot_from: str | None = None  # what the TPOT row divides by (tokens - 1): see prepare
-    attribution: str | None = None  # how the change of the total was split into the slices
-    fix_first: tuple[whatif.FixFirst, ...] = ()  # each slice 10% faster, the best first
 
 
 def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison:
@@ -166,10 +66,11 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
     )
 
 
-class _Series(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Series:
     """One row before its statistics: an SLO metric or a slice, each side's values."""
 
-    kind: str  # "slo" | "slice"
+    kind: RowKind
     name: str
     base: FloatArray | None
     head: FloatArray | None
@@ -182,19 +83,17 @@ class _Series(NamedTuple):
         return self.base is not None and self.head is not None
 
 
-_NO_PARTS: Mapping[str, float] = MappingProxyType({})  # read-only: a NamedTuple default is shared
-
-
-class _Split(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Split:
     """How the total's percentile splits into the slices, on each side, and how its change does."""
 
     head_parts: dict[str, FloatArray]  # per request, the slices that add up to the total
     base_parts: dict[str, FloatArray]
     served: bool = False  # head has requests and slices that split them: there is a split
-    head_ms: Mapping[str, float] = _NO_PARTS  # each slice's part of head's p
-    base_ms: Mapping[str, float] = _NO_PARTS
-    shares: Mapping[str, float] = _NO_PARTS  # each slice's share of head's tail
-    change_ms: Mapping[str, float] = _NO_PARTS  # each slice's part of the change
+    head_ms: Mapping[str, float] = field(default_factory=dict)  # each slice's part of head's p
+    base_ms: Mapping[str, float] = field(default_factory=dict)
+    shares: Mapping[str, float] = field(default_factory=dict)  # each slice's share of head's tail
+    change_ms: Mapping[str, float] = field(default_factory=dict)  # each slice's part of the change
     method: str | None = None  # how the change was split: paired Shapley, or each side's parts
 
 
@@ -238,7 +137,7 @@ def _split(
     else:  # unpaired, or not every request in both: each side's parts, head minus base
         change_ms = attribution.quantile_change(base_ms, head_ms)
         method = "each side's Euler allocation at the quantile (unpaired)"
-    return split._replace(base_ms=base_ms, change_ms=change_ms, method=method)
+    return replace(split, base_ms=base_ms, change_ms=change_ms, method=method)
 
 
 def _series(
@@ -302,7 +201,7 @@ def _changes(series: list[_Series], budget: Budget) -> list[stats.Change | None]
 
 def decide_rows(
     changes: Sequence[stats.Change | None], *, floors_ms: Sequence[float], regression: Regression
-) -> list[str | None]:
+) -> list[Change | None]:
     """The verdict of each row with a change (`stats.decide`, Holm over those rows), None for a
     row without one. `floors_ms`: each row's smallest change in ms that counts."""
     tested = [i for i, c in enumerate(changes) if c is not None]
@@ -312,14 +211,19 @@ def decide_rows(
         min_ms=[floors_ms[i] for i in tested],
         confidence=regression.confidence,
     )
-    verdicts: list[str | None] = [None] * len(changes)
+    verdicts: list[Change | None] = [None] * len(changes)
     for i, verdict in zip(tested, decided, strict=True):
-        verdicts[i] = verdict
+        verdicts[i] = Change(verdict)
     return verdicts
 
 
 def _row(
-    s: _Series, *, change: stats.Change | None, verdict: str | None, split: _Split, budget: Budget
+    s: _Series,
+    *,
+    change: stats.Change | None,
+    verdict: Change | None,
+    split: _Split,
+    budget: Budget,
 ) -> Row:
     p = budget.percentile
     head_ms = change.head if change else _at(s.head, p)
@@ -370,18 +274,19 @@ def _percentiles(
     return {numbers.percentile(q): pair for q, pair in zip(qs, pairs, strict=True)}
 
 
-class Standing(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Standing:
     """Where a row's head value stands against its target: the headroom and status of an SLO
     row, or the budget use of a slice row (all None without a target or a value)."""
 
     headroom_pct: float | None = None
-    status: str | None = None  # ok | low_headroom | breach
+    status: Status | None = None
     budget_use_pct: float | None = None
     over_budget: bool | None = None
 
 
 def against_target(
-    kind: str, target: float | None, head_ms: float | None, headroom: float
+    kind: RowKind, target: float | None, head_ms: float | None, headroom: float
 ) -> Standing:
     """The headroom % and status of an SLO row, or the budget use % of a slice row."""
     if target is None or head_ms is None:
@@ -389,12 +294,19 @@ def against_target(
     if kind == "slice":
         return Standing(budget_use_pct=100.0 * head_ms / target, over_budget=head_ms > target)
     room = 100.0 * (target - head_ms) / target
-    status = "breach" if head_ms > target else "low_headroom" if room < 100 * headroom else "ok"
+    status = (
+        Status.BREACH
+        if head_ms > target
+        else Status.LOW_HEADROOM
+        if room < 100 * headroom
+        else Status.OK
+    )
     return Standing(headroom_pct=room, status=status)
 
 
 def _headline(slo_rows: tuple[Row, ...], split: _Split, p: float) -> str | None:
-    """The one line on top: the change of the total's percentile and the slices it came from."""
+    """The attribution's sentence: the change of the total's percentile and the slices it came
+    from (the summary that heads every rendering is the judge's, `judge.summarize`)."""
     total = next((r for r in slo_rows if r.name == "total"), None)
     if total is None or total.delta_ms is None or not split.change_ms:
         return None
@@ -469,7 +381,7 @@ def _holm_notes(
     notes = []
     for r, c, s in zip(rows, changes, series, strict=True):
         big = c is not None and stats.large_enough(c, regression.min_change, s.floor_ms)
-        if r.change == "none" and big and r.ci_ms and (r.ci_ms[0] > 0 or r.ci_ms[1] < 0):
+        if r.change == Change.NONE and big and r.ci_ms and (r.ci_ms[0] > 0 or r.ci_ms[1] < 0):
             notes.append(
                 f"{r.label}: its interval excludes 0, but not once all {tested} rows are "
                 "tested together (Holm): counted as no significant change"

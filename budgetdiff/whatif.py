@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 
@@ -115,7 +114,8 @@ def fix_first(
     )
 
 
-class Estimate(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Estimate:
     """TTFT + (tokens - 1) / rate + tail: the first token is in TTFT."""
 
     ttft_ms: float

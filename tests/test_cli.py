@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from budgetdiff.rows import METRIC_LABELS
+from budgetdiff.results import METRIC_LABELS
 from tests.helpers import BUDGET, compare_json, run, slices, write_table
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from budgetdiff.errors import InputError
 from budgetdiff.formats import ReadOptions, aiperf, llmperf, native, sglang
-from budgetdiff.formats._client import (
+from budgetdiff.formats._checks import (
     Ctx,
     finite,
     iter_json_values,

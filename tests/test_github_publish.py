@@ -18,7 +18,7 @@ from budgetdiff.github import Publication, publish, validate_report_id
 from budgetdiff.github.actions import command, format_outputs
 from budgetdiff.github.api import ApiError, GitHubClient
 from budgetdiff.github.comment import COMMENT_MAX_CHARS, fit, marker, text_length
-from budgetdiff.judge import Finding
+from budgetdiff.results import Finding
 
 TOKEN = "test-token-s3cr3t"
 REPO = "Codertocat/Hello-World"

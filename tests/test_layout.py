@@ -19,6 +19,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("errors", "numbers", "units", "table", "stats", "changepoint")),
     ("read", ("formats", "sources")),
     ("budget", ("budget", "budget_file")),
+    ("results", ("results",)),
     ("compute", ("prepare", "attribution", "whatif", "rebudget", "rows", "compare", "aggregate",
                  "history")),
     ("judge", ("judge",)),

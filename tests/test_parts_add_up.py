@@ -20,7 +20,8 @@ import pytest
 
 from budgetdiff.budget import parse_budget
 from budgetdiff.prepare import prepare
-from budgetdiff.rows import Comparison, compare
+from budgetdiff.results import Comparison
+from budgetdiff.rows import compare
 from budgetdiff.table import Run
 from tests.helpers import compare_json, run, write_table
 

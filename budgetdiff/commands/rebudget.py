@@ -13,7 +13,7 @@ from budgetdiff.evaluate import Reading, rebudget_for
 from budgetdiff.numbers import count, ms, num, pct, percentile
 from budgetdiff.render.cells import budget_meaning, fix_first
 from budgetdiff.render.text import plain
-from budgetdiff.rows import Comparison
+from budgetdiff.results import Comparison
 
 if TYPE_CHECKING:
     from budgetdiff.cli import Edge, RunOptions

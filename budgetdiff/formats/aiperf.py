@@ -21,7 +21,7 @@ from typing import Any, TypeGuard
 import numpy as np
 
 from budgetdiff.formats import ReadOptions
-from budgetdiff.formats._client import (
+from budgetdiff.formats._checks import (
     Ctx,
     arr,
     finite,

@@ -12,8 +12,8 @@ Pure: takes Runs, returns Runs.
 from __future__ import annotations
 
 import itertools
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -202,7 +202,8 @@ def join(client: Run, servers: list[Run], client_src: str, server_src: str) -> R
     )
 
 
-class _Match(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Match:
     """Which server span each client request has: run `which[i]`, row `where[i]` (-1: none)."""
 
     servers: list[Run]

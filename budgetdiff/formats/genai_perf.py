@@ -15,9 +15,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import orjson
 
 from budgetdiff.formats import ReadOptions
-from budgetdiff.formats._client import (
+from budgetdiff.formats._checks import (
     Ctx,
     arr,
     finite,
@@ -229,8 +230,6 @@ def _has_content(output: Any) -> bool:
 
 
 def _json_has_content(payload: str) -> bool:
-    import orjson
-
     try:
         body = orjson.loads(payload)  # one call per streamed chunk: the fast parser
     except orjson.JSONDecodeError:

@@ -24,7 +24,7 @@ import numpy as np
 
 from budgetdiff import numbers
 from budgetdiff.formats import ReadOptions
-from budgetdiff.formats._client import (
+from budgetdiff.formats._checks import (
     Ctx,
     arr,
     finite,

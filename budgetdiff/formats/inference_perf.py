@@ -22,7 +22,7 @@ import numpy as np
 
 from budgetdiff.errors import ReadError
 from budgetdiff.formats import ReadOptions
-from budgetdiff.formats._client import Ctx, finite, load_json, numbers
+from budgetdiff.formats._checks import Ctx, finite, load_json, numbers
 from budgetdiff.numbers import given, ms
 from budgetdiff.table import BoolArray, FloatArray, Itl, Run
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from budgetdiff.formats import ReadOptions
-from budgetdiff.formats._client import (
+from budgetdiff.formats._checks import (
     Ctx,
     finite,
     key,

@@ -151,7 +151,7 @@ def _load_json_array(data: bytes, source: str) -> Table:
 
 def _parse(text: str, source: str, line: int | None) -> Any:
     """One JSON value; `line` numbers a JSON Lines row in the message (None: the whole file)."""
-    from budgetdiff.formats._client import JsonProblem, parse_json  # a CSV read does without
+    from budgetdiff.formats._checks import JsonProblem, parse_json  # a CSV read does without
 
     at = "" if line is None else f"line {line}: "
     try:

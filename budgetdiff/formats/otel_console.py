@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from budgetdiff.formats import ReadOptions
-from budgetdiff.formats._client import Ctx, finite, iter_json_values, number, obj
+from budgetdiff.formats._checks import Ctx, finite, iter_json_values, number, obj
 from budgetdiff.table import Run
 
 NAME = "otel-console"

@@ -21,7 +21,7 @@ import numpy as np
 
 from budgetdiff.errors import ReadError
 from budgetdiff.formats import ReadOptions
-from budgetdiff.formats._client import JsonProblem, parse_json
+from budgetdiff.formats._checks import JsonProblem, parse_json
 from budgetdiff.table import KNOWN_SLICES, FloatArray, Run
 
 NAME = "otlp"

@@ -10,7 +10,8 @@ per scenario). Modules are imported on first use: start-up pays only for the rea
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, cast
 
 from budgetdiff.errors import UsageError
 
@@ -29,7 +30,8 @@ class ReaderModule(Protocol):
     def read(self, data: bytes, source: str, options: ReadOptions) -> list[Run]: ...
 
 
-class Reader(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Reader:
     """One format: `--format NAME`, the schema it takes when the file names no version of its
     own (readers that tell versions apart set `meta["schema"]`), and the module that reads it."""
 

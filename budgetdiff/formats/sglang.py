@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from budgetdiff.formats import ReadOptions
-from budgetdiff.formats._client import Ctx
+from budgetdiff.formats._checks import Ctx
 from budgetdiff.formats.vllm import read_results
 from budgetdiff.table import Run
 

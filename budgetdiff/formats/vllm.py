@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import replace
-from typing import Any, NamedTuple
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
 from budgetdiff.formats import ReadOptions
-from budgetdiff.formats._client import (
+from budgetdiff.formats._checks import (
     Ctx,
     finite,
     iter_json_values,
@@ -135,7 +135,8 @@ def _one(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str, latency_key: 
     )
 
 
-class _Lists(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Lists:
     """A detailed result's per-request lists, checked and of one length `n` (seconds)."""
 
     n: int

@@ -25,7 +25,7 @@ from budgetdiff.report import REPORT_ID_RULE, is_report_id
 if TYPE_CHECKING:
     import httpx
 
-    from budgetdiff.judge import Finding
+    from budgetdiff.results import Finding
 
 DEFAULT_AUTHOR = "github-actions[bot]"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from budgetdiff.numbers import count, interval, ms, num, pct, percentile, points, signed_ms
-from budgetdiff.rows import Comparison, Row, Side
+from budgetdiff.results import Comparison, Row, Side
 from budgetdiff.whatif import FixFirst
 
 CHANGE_WORDS = {

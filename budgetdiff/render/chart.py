@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 
 from budgetdiff.numbers import num, percentile
-from budgetdiff.rows import Comparison, Row
+from budgetdiff.results import Change, Comparison, Row
 
 # Letters and digits of any script, and a few harmless marks; never `:` `;` `#` `%` or a quote,
 # which end a task's text, start a comment or an entity, or a fence's backtick.
@@ -73,7 +73,7 @@ def _laid(rows: list[Row], value: Callable[[Row], float | None], tag: str) -> li
         width = max(float(value(r) or 0.0), 0.0)
         end = start + width
         if tag == "head":
-            flag = "crit, " if r.over_budget or r.change == "regression" else ""
+            flag = "crit, " if r.over_budget or r.change == Change.REGRESSION else ""
         else:
             flag = f"{tag}, "
         span = f"{start:.0f}, {end:.0f}"  # coordinates: Mermaid's, not text

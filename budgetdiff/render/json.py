@@ -6,7 +6,8 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-from budgetdiff.rows import Comparison, Row, Side
+from budgetdiff.render.summary import sentence, verbatim
+from budgetdiff.results import Comparison, Finding, Row, Side, Summary
 
 if TYPE_CHECKING:  # render reads the Report; report.py calls render
     from budgetdiff.report import Report, Scenario
@@ -42,9 +43,10 @@ def _scenario(s: Scenario) -> dict[str, Any]:
         "inputs": {"base": _input(c.base) if c.base else None, "head": _input(c.head)},
         "paired": c.paired,
         "headline": c.headline,
+        "summary": _summary(s.summary, c.percentile),
         "slo": [_slo(r) for r in c.slo],
         "slices": [_slice(r) for r in c.slices],
-        "findings": [f.__dict__ for f in s.findings],
+        "findings": [_finding(f) for f in s.findings],
         "regressions": s.regressions,
         "rebudget": dict(c.rebudget.allocation) if c.rebudget else None,
         "rebudget_detail": {
@@ -70,6 +72,26 @@ def _scenario(s: Scenario) -> dict[str, Any]:
         "feasibility": list(c.feasibility),
         "notes": list(c.notes),
         "history": _history(s),
+    }
+
+
+def _summary(h: Summary, p: float) -> dict[str, Any]:
+    """The headline every rendering puts first: its sentence, and what the judge chose to name."""
+    return {
+        "text": sentence(h, p, verbatim),
+        "at_risk": h.at_risk.name if h.at_risk is not None else None,
+        "regressed": [r.name for r in h.regressed],
+        "over_budget": [r.name for r in h.over_budget],
+    }
+
+
+def _finding(f: Finding) -> dict[str, Any]:
+    return {
+        "kind": f.kind,
+        "subject": f.subject,
+        "fails": f.fails,
+        "message": f.message,
+        "accepted": f.accepted,
     }
 
 

@@ -3,11 +3,9 @@ everything else folded. Every piece of text from the input goes through `text.md
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from budgetdiff.judge import Finding
 from budgetdiff.numbers import (
     budget_ms,
     count,
@@ -22,34 +20,18 @@ from budgetdiff.numbers import (
 )
 from budgetdiff.render import cells
 from budgetdiff.render.chart import budget_chart
+from budgetdiff.render.summary import kind_words, names, sentence
 from budgetdiff.render.text import md
-from budgetdiff.rows import Comparison, Row
+from budgetdiff.results import Change, Comparison, Finding, Kind, Row, Status, Verdict
 
 if TYPE_CHECKING:  # render reads the Report; report.py calls render
     from budgetdiff.report import Report, Scenario
 
 GITHUB_COMMENT_LIMIT = 65_536
-ICON = {"pass": "✅", "warn": "⚠️", "fail": "❌"}
-# A finding's kind as a reader says it
-KIND_WORDS = {
-    "no_base": "no base results",
-    "same_input": "base and head are the same file",
-    "breach": "SLO breached",
-    "low_headroom": "low headroom",
-    "over_budget": "over budget",
-    "overallocated": "slice budgets over the SLO",
-    "regression": "regression",
-    "failure_rate": "more requests failed",
-    "failures": "some requests failed",
-    "not_comparable": "different workloads",
-    "inconclusive": "too few requests to tell",
-    "infeasible": "SLO not reachable",
-    "unmeasured": "a target not measured",
-    "scenario_missing": "a scenario not run",
-}
+ICON = {Verdict.PASS: "✅", Verdict.WARN: "⚠️", Verdict.FAIL: "❌"}
 # `~` is the terminal's short word; in the comment it is said
-CHANGE_WORDS = {**cells.CHANGE_WORDS, "none": "no clear change"}
-STATUS_ICON = {"ok": "✅", "low_headroom": "⚠️", "breach": "❌"}
+CHANGE_WORDS = {**cells.CHANGE_WORDS, Change.NONE: "no clear change"}
+STATUS_ICON = {Status.OK: "✅", Status.LOW_HEADROOM: "⚠️", Status.BREACH: "❌"}
 
 
 def render_markdown(
@@ -133,82 +115,14 @@ def _verdict_line(report: Report, resolved: bool = False) -> str:
         answer = f"{md(report.main.comparison.name or 'default')}: {answer}"
     if resolved:
         answer = f"Resolved: {answer}"
-    if report.accepted is not None and report.verdict != "fail":
+    if report.accepted is not None and report.verdict != Verdict.FAIL:
         answer = f"Accepted by {md(report.accepted.by, 60)}: {answer}"
     return f"### {icon} {title}{answer}"
 
 
 def headline(s: Scenario) -> str:
     """`End to end p95 +1,082 ms (+24%), 6.7% headroom left: decode regressed`."""
-    c = s.comparison
-    p = percentile(c.percentile)
-    row = at_risk(c)
-    if row is None:
-        what = ""
-    elif row.status == "breach":
-        over = (row.head_ms or 0) - (row.target_ms or 0)
-        what = f"{_capital(md(row.label))} {p} {ms(row.head_ms)}, over its target by {ms(over)}"
-    else:
-        change = (
-            f"{signed_ms(row.delta_ms)} ({pct(row.delta_pct, 0, signed=True)})"
-            if row.change == "regression" and row.delta_ms is not None
-            else ms(row.head_ms)
-        )
-        what = f"{_capital(md(row.label))} {p} {change}, {pct(row.headroom_pct)} headroom left"
-    return ": ".join(x for x in (what, _cause(s)) if x) or "evaluated"
-
-
-def at_risk(c: Comparison) -> Row | None:
-    """The SLO metric a reviewer should look at: a breach, else the least headroom (a
-    regressed one first), else the largest regression without a target."""
-    targeted = [r for r in c.slo if r.status is not None]
-    order = {"breach": 0, "low_headroom": 1, "ok": 2}
-    if targeted:
-        return min(
-            targeted,
-            key=lambda r: (
-                order[r.status or "ok"],
-                r.change != "regression",
-                r.headroom_pct if r.headroom_pct is not None else math.inf,
-            ),
-        )
-    regressed = [r for r in c.slo if r.change == "regression"]
-    return max(regressed, key=lambda r: r.delta_pct or 0.0, default=None)
-
-
-def _cause(s: Scenario) -> str:
-    """Why, in words: the slices that regressed or went over budget, or the findings' kinds."""
-    c = s.comparison
-    if s.verdict == "pass":
-        return "no regression, every SLO holds" if c.base is not None else "every SLO holds"
-    regressed = [r for r in c.slices if r.change == "regression"]
-    regressed.sort(key=lambda r: -(r.tail_change_ms or r.delta_ms or 0.0))
-    over = [r for r in c.slices if r.over_budget and r not in regressed]
-    parts = ["no base results"] if any(f.kind == "no_base" for f in s.findings) else []
-    if regressed:
-        parts.append(f"{_names(regressed)} regressed")
-    if over:
-        parts.append(f"{_names(over)} over budget")
-    if not regressed and not over:
-        slo = [r.label for r in c.slo if r.change == "regression"]
-        if slo:
-            parts.append(f"{', '.join(md(n) for n in slo)} regressed")
-    if not regressed:  # what else was found, in words (the heading said the SLO already)
-        said = {"low headroom", "over budget", "SLO breached", "regression", *parts}
-        kinds = [KIND_WORDS.get(f.kind, f.kind.replace("_", " ")) for f in s.findings]
-        parts += [k for k in dict.fromkeys(kinds) if k not in said][:3]
-    return ", ".join(parts)
-
-
-def _names(rows: list[Row]) -> str:
-    names = [md(r.label, 40) for r in rows]
-    if len(names) > 3:
-        names = [*names[:2], f"{len(names) - 2} more"]
-    return " and ".join(names) if len(names) <= 2 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
+    return sentence(s.summary, s.comparison.percentile, md)
 
 
 def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -> list[str]:
@@ -232,13 +146,13 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
     meaning = cells.definitions(c)
     if meaning:
         lines += ["", f"<sub>{md(meaning, 300)}</sub>"]
-    rows = [r for r in c.slices if all_slices or r.change == "regression" or r.over_budget]
+    rows = [r for r in c.slices if all_slices or r.change == Change.REGRESSION or r.over_budget]
     if rows:
         lines += ["", *_slice_table(c, rows)]
         if any(r.part_ms is not None for r in rows):
             lines += ["", f"<sub>{cells.budget_meaning(c)}</sub>"]
     lines += history_section(s)
-    others = [f for f in s.findings if f.kind != "regression"]
+    others = [f for f in s.findings if f.kind != Kind.REGRESSION]
     if others:
         lines += [""] + [_bullet(f) for f in others]
     if details:
@@ -305,13 +219,13 @@ def _measured(r: Row, compare: bool) -> list[str]:
 
 def _bullet(f: Finding) -> str:
     icon = "❌" if f.fails else "✔️" if f.accepted else "⚠️"
-    kind = "accepted regression" if f.accepted else KIND_WORDS.get(f.kind, f.kind)
+    kind = "accepted regression" if f.accepted else kind_words(f.kind)
     return f"- {icon} **{kind}**: {md(f.message, 400)}"
 
 
 def _causes(s: Scenario) -> list[str]:
     """One bullet per cause (a regressed slice, with the SLO rows it moved)."""
-    return [_bullet(f) for f in s.findings if f.kind == "regression"]
+    return [_bullet(f) for f in s.findings if f.kind == Kind.REGRESSION]
 
 
 def _accepted(report: Report) -> list[str]:
@@ -332,18 +246,14 @@ def _summary(report: Report) -> list[str]:
     """Several scenarios: one row each, before the folded reports."""
     body = []
     for s in report.scenarios:
-        c = s.comparison
-        row = at_risk(c)
-        owner = [r for r in c.slices if r.change == "regression"] or [
-            r for r in c.slices if r.over_budget
-        ]
+        c, row, owners = s.comparison, s.summary.at_risk, s.summary.owners
         body.append(
             [
                 md(c.name or "default"),
                 f"{ICON[s.verdict]} {s.verdict}",
                 md(f"{row.label} {percentile(c.percentile)}") if row is not None else "–",
                 pct(row.headroom_pct) if row is not None and row.headroom_pct is not None else "–",
-                _names(owner) if owner else "–",
+                names(owners, md) if owners else "–",
             ]
         )
     head = ["scenario", "verdict", "SLO at risk", "headroom", "owner (slice)"]
@@ -503,7 +413,7 @@ def history_section(s: Scenario) -> list[str]:
     if h is None:
         return []
     p = percentile(s.comparison.percentile)
-    failing = {f.subject for f in s.findings if f.kind == "drift" and f.fails}
+    failing = {f.subject for f in s.findings if f.kind == Kind.DRIFT and f.fails}
     if not h.window:
         why = (
             "the budget changed in this run: the drift counts from here"

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from importlib.resources import files
 from typing import Any
 
+import numpy as np
+
 from budgetdiff import numbers
 from budgetdiff.history import History
 
@@ -65,8 +67,6 @@ def render_page(title: str, percentile: float, history: History | None, cdfs: li
 
 def _cdf(c: Cdf) -> dict[str, Any]:
     """Both sides' empirical CDFs on the union of their (thinned) values, for one x axis."""
-    import numpy as np
-
     base, head = np.asarray(c.base, dtype=float), np.asarray(c.head, dtype=float)
     xs = np.unique(np.concatenate([_thin(base), _thin(head)]))
 
@@ -79,8 +79,6 @@ def _cdf(c: Cdf) -> dict[str, Any]:
 
 
 def _thin(v: Any) -> Any:
-    import numpy as np
-
     if v.size == 0:
         return v
     return np.quantile(v, np.linspace(0, 1, min(CDF_POINTS, v.size)))

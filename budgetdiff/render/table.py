@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from budgetdiff.numbers import budget_ms, count, interval, ms, num, pct, percentile
 from budgetdiff.render import cells
 from budgetdiff.render.text import plain
-from budgetdiff.rows import Comparison, Row
+from budgetdiff.results import Comparison, Row
 
 if TYPE_CHECKING:  # render reads the Report; report.py calls render
     from budgetdiff.report import Report, Scenario

@@ -1,4 +1,4 @@
-"""Validation shared by the client-side benchmark readers: parse untrusted JSON, check each field.
+"""The checks every JSON reader shares: parse untrusted JSON, then check each field.
 
 Every check raises one `ReadError` that names the format, the file and the key, and says how
 to fix it; nothing here lets a KeyError, TypeError or ValueError escape to the user.
@@ -11,9 +11,11 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence, Sized
-from typing import Any, NamedTuple, TypeGuard
+from dataclasses import dataclass
+from typing import Any, TypeGuard
 
 import numpy as np
+import orjson
 
 from budgetdiff.errors import ReadError
 from budgetdiff.table import FloatArray, Itl
@@ -22,7 +24,8 @@ from budgetdiff.units import SPELLED_UNIT_TO_MS
 _PERCENTILE_KEY = re.compile(r"p(\d{1,2}(?:\.\d+)?)")
 
 
-class Ctx(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Ctx:
     """Where we are: the format, the file, and what the file should have been (for messages)."""
 
     fmt: str
@@ -45,8 +48,6 @@ def _fast(data: bytes | memoryview, *, literals: bool = False) -> Any:
     lines, huge ints, bad UTF-8). With `literals`, `Infinity`/`NaN` outside strings stay on this
     path: orjson reads them as marker strings that `literal` (and so `number`, `numbers` and
     `finite`) turns back into floats; only readers that check every number with those use it."""
-    import orjson
-
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:

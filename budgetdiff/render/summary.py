@@ -1,0 +1,89 @@
+"""The headline in words: the sentence every rendering puts first, worded from the `Summary`
+the judge decided, with the escape of the rendering that shows it."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from budgetdiff.numbers import ms, pct, percentile, signed_ms
+from budgetdiff.results import Change, Kind, Row, Status, Summary, Verdict
+
+# A finding's kind as a reader says it; a kind not named here is said as its name
+KIND_WORDS = {
+    Kind.NO_BASE: "no base results",
+    Kind.SAME_INPUT: "base and head are the same file",
+    Kind.BREACH: "SLO breached",
+    Kind.LOW_HEADROOM: "low headroom",
+    Kind.OVER_BUDGET: "over budget",
+    Kind.OVERALLOCATED: "slice budgets over the SLO",
+    Kind.REGRESSION: "regression",
+    Kind.FAILURE_RATE: "more requests failed",
+    Kind.FAILURES: "some requests failed",
+    Kind.NOT_COMPARABLE: "different workloads",
+    Kind.INCONCLUSIVE: "too few requests to tell",
+    Kind.INFEASIBLE: "SLO not reachable",
+    Kind.UNMEASURED: "a target not measured",
+    Kind.SCENARIO_MISSING: "a scenario not run",
+}
+
+
+def kind_words(kind: Kind) -> str:
+    return KIND_WORDS.get(kind, kind.replace("_", " "))
+
+
+class Escape(Protocol):
+    """How a rendering makes a name from the input safe to show (`text.md`, `text.plain`)."""
+
+    def __call__(self, text: str, limit: int | None = ..., /) -> str: ...
+
+
+def verbatim(text: str, limit: int | None = None, /) -> str:
+    """For JSON: the name as it is (the encoder escapes it), never cut."""
+    return text
+
+
+def sentence(h: Summary, p: float, say: Escape) -> str:
+    """`End to end p95 +1,082 ms (+24%), 6.7% headroom left: decode regressed`."""
+    parts = (_at_risk(h.at_risk, percentile(p), say), cause(h, say))
+    return ": ".join(x for x in parts if x) or "evaluated"
+
+
+def _at_risk(row: Row | None, p: str, say: Escape) -> str:
+    if row is None:
+        return ""
+    if row.status == Status.BREACH:
+        over = (row.head_ms or 0) - (row.target_ms or 0)
+        return f"{_capital(say(row.label))} {p} {ms(row.head_ms)}, over its target by {ms(over)}"
+    change = (
+        f"{signed_ms(row.delta_ms)} ({pct(row.delta_pct, 0, signed=True)})"
+        if row.change == Change.REGRESSION and row.delta_ms is not None
+        else ms(row.head_ms)
+    )
+    return f"{_capital(say(row.label))} {p} {change}, {pct(row.headroom_pct)} headroom left"
+
+
+def cause(h: Summary, say: Escape) -> str:
+    """Why, in words: the slices that regressed or went over budget, or the findings' kinds."""
+    if h.verdict == Verdict.PASS:
+        return "no regression, every SLO holds" if h.compared else "every SLO holds"
+    parts = [KIND_WORDS[Kind.NO_BASE]] if h.no_base else []
+    if h.regressed:
+        parts.append(f"{names(h.regressed, say)} regressed")
+    if h.over_budget:
+        parts.append(f"{names(h.over_budget, say)} over budget")
+    if not h.regressed and not h.over_budget and h.regressed_slo:
+        parts.append(f"{', '.join(say(r.label) for r in h.regressed_slo)} regressed")
+    parts += [kind_words(k) for k in h.also]
+    return ", ".join(parts)
+
+
+def names(rows: tuple[Row, ...], say: Escape) -> str:
+    """`decode`, `decode and queue`, `a, b and 3 more`."""
+    words = [say(r.label, 40) for r in rows]
+    if len(words) > 3:
+        words = [*words[:2], f"{len(words) - 2} more"]
+    return " and ".join(words) if len(words) <= 2 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
