@@ -137,3 +137,11 @@ def test_cli_doc_whatif_and_fix_first_outputs_are_current(
     assert ranking is not None
     main(["demo"], environ={})
     assert ranking.group(1) in capsys.readouterr().out
+
+
+def test_supported_inputs_name_every_format_the_readers_know() -> None:
+    from budgetdiff.formats.registry import names
+
+    section = README[README.index("## Supported inputs") : README.index("## The Action's inputs")]
+    shown = set(re.findall(r"`([\w-]+)`", section))
+    assert set(names()) <= shown
