@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from budgetdiff.cli import main
+from budgetdiff.formats.registry import names
 from tests.conftest import ROOT
 from tools.build_readme import BEGIN, END, build
 
@@ -140,8 +141,6 @@ def test_cli_doc_whatif_and_fix_first_outputs_are_current(
 
 
 def test_supported_inputs_name_every_format_the_readers_know() -> None:
-    from budgetdiff.formats.registry import names
-
     section = README[README.index("## Supported inputs") : README.index("## The Action's inputs")]
     shown = set(re.findall(r"`([\w-]+)`", section))
     assert set(names()) <= shown
