@@ -14,7 +14,7 @@ from budgetdiff.api import check, compare
 if TYPE_CHECKING:
     from budgetdiff.report import Report
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"  # the one place; pyproject.toml reads it (see docs/releases.md)
 __all__ = ["Report", "__version__", "check", "compare"]
 
 

@@ -56,6 +56,9 @@ EXAMPLES = {
   done""",
     "schema": """example:
   budgetdiff schema > budget.schema.json""",
+    "init": """example:
+  budgetdiff init            # budget.yml, .github/workflows/latency.yml, an example pair here
+  budgetdiff init service/   # the same in service/; --force overwrites what is there""",
     "whatif": """example:
   budgetdiff whatif --ttft 850 --tokens-per-s 22 --tokens 1200 --tail 300 --budget budget.yml
   budgetdiff whatif --head results.csv --budget budget.yml --scale decode=0.8 --add queue=-50""",
@@ -247,8 +250,8 @@ def cmd_demo(o: RunOptions, edge: Edge) -> int:
         code = cmd_compare(pair, edge)
     print(
         f"\nThe demo's verdict would make `compare` exit {code} (0 pass or warn, 1 fail); "
-        "the demo itself exits 0.\nTry it on your own results:\n"
-        "  budgetdiff compare --base base.csv --head head.csv --budget budget.yml",
+        "the demo itself exits 0.\nStart your own: `budgetdiff init` writes a commented "
+        "budget.yml, a workflow\nand an example base/head pair to run `budgetdiff compare` on.",
         file=words,
     )
     return 0
@@ -641,6 +644,11 @@ def _history_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--html", metavar="PAGE", help="also write the trend page")
 
 
+def _init_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="where (default: .)")
+    p.add_argument("--force", action="store_true", help="overwrite files that are there")
+
+
 def _whatif_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", default="budget.yml", metavar="FILE")
     p.add_argument("--ttft", type=_number, metavar="MS", help="time to first token, ms")
@@ -751,6 +759,13 @@ _COMMANDS = (
         cmd_history,
     ),
     _Command("demo", "run compare on bundled example data", _REPORT, RunOptions, cmd_demo),
+    _Command(
+        "init",
+        "write a commented budget.yml, a workflow and an example pair to start from",
+        (_init_arguments,),
+        "budgetdiff.commands.init:InitOptions",
+        "budgetdiff.commands.init:run",
+    ),
     _Command(
         "schema",
         "print the JSON Schema of the budget file",

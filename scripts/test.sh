@@ -12,5 +12,12 @@ echo "== mypy"; "$bin/mypy"
 if [ -f action.yml ]; then
   echo "== zizmor"; "$bin/zizmor" --offline --no-progress action.yml .github/workflows/*.yml examples/workflows/*.yml
 fi
+echo "== package (wheel and sdist, twine check --strict; what the release workflow builds)"
+dist=$(mktemp -d)
+trap 'rm -rf "$dist"' EXIT
+"$bin/python" -m build --outdir "$dist" . > "$dist/build.log" 2>&1 || { cat "$dist/build.log"; exit 1; }
+"$bin/twine" check --strict "$dist"/*.whl "$dist"/*.tar.gz
+"$bin/python" -m zipfile -l "$dist"/*.whl | grep -q "budgetdiff/templates/budget.yml" \
+  || { echo "the wheel lacks budgetdiff/templates/ (package-data)"; exit 1; }
 echo "== browser (chromium, mermaid)"; bash scripts/setup-browser.sh
 echo "== pytest"; "$bin/pytest"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ CONTRACT_INPUTS = {
     "base-ref", "head-ref", "base-artifact", "comment-author",
 }  # fmt: skip
 SHA_PIN = re.compile(r"^[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40}$")
+OURS = "budgetdiff/budgetdiff@v1"  # what the examples show users (docs/releases.md)
 
 
 def steps(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -45,15 +47,18 @@ def test_no_expression_inside_run_and_every_action_pinned_to_a_sha(path: Path) -
     for step in steps(document):
         assert "${{" not in step.get("run", ""), f"{path.name}: expression inside run:"
         uses = step.get("uses")
-        if uses and uses != "./":
+        if uses == OURS:
+            assert path in EXAMPLES, f"{path.name}: our own workflows test `./`, not a release"
+        elif uses and uses != "./":
             assert SHA_PIN.match(uses), f"{path.name}: {uses} is not pinned to a commit SHA"
+            assert not uses.endswith("@" + "0" * 40), f"{path.name}: {uses} is a placeholder"
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_examples_use_only_declared_inputs_and_appear_verbatim_in_the_docs(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     document = yaml.safe_load(text)
-    ours = [s for s in steps(document) if s.get("uses", "").startswith("budgetdiff/budgetdiff@")]
+    ours = [s for s in steps(document) if s.get("uses") == OURS]
     assert ours, f"{path.name} does not use the action"
     for step in ours:
         assert set(step.get("with", {})) <= set(ACTION["inputs"])
@@ -105,3 +110,26 @@ def test_selftest_exercises_a_missing_base_artifact_on_pull_requests() -> None:
     assert asserts["env"]["NOARTIFACT_JSON"] == "${{ steps.noartifact.outputs.report-json }}"
     assert 'check "$NOARTIFACT_JSON" fail no_base' in asserts["run"]
     assert "GITHUB_STEP_SUMMARY" not in asserts["run"]  # that is this step's own, empty file
+
+
+def test_no_file_pins_an_all_zero_sha() -> None:
+    """A placeholder SHA in an example is a workflow that cannot run: pin `@v1` or a real SHA."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+    ).stdout.split(b"\0")
+    placeholder = re.compile(rb"@0{40}(?![0-9a-f])")
+    found = [
+        name.decode()
+        for name in tracked
+        if name
+        and (ROOT / name.decode()).is_file()
+        and placeholder.search((ROOT / name.decode()).read_bytes())
+    ]
+    assert not found, f"all-zero SHA pins in {found}"
+
+
+def test_the_minimal_workflow_reruns_when_the_accept_label_is_added() -> None:
+    minimal = yaml.safe_load((ROOT / "examples/workflows/minimal.yml").read_text())
+    on = minimal[True] if True in minimal else minimal["on"]
+    assert "labeled" in on["pull_request"]["types"]
+    assert {"opened", "synchronize", "reopened"} <= set(on["pull_request"]["types"])

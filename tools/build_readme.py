@@ -1,8 +1,11 @@
-"""Assemble README.md: the hand-written top (up to the marker) and the sections in docs/.
+"""The tables of the Action's inputs and outputs, generated from action.yml.
 
-The sections live in docs/ so that their examples run as tests; the README carries them
-verbatim (headings one level down). `python tools/build_readme.py` rewrites README.md;
-tests/test_readme.py fails when it is out of date.
+README.md is written by hand and stays short; the depth lives in docs/ and is linked. The one
+part of it that would drift is the Action's interface, so that part is generated: between the
+two markers below, README.md has every input (its default and the first sentence of its
+description) and every output, and docs/github.md the same with the whole descriptions (when
+one would change an input). `python tools/build_readme.py` rewrites both; `--check` (and
+tests/test_readme.py) fails when either is out of date.
 """
 
 from __future__ import annotations
@@ -10,45 +13,61 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-MARKER = "<!-- sections below are assembled from docs/ by tools/build_readme.py -->"
-SECTIONS = (
-    "formats-client.md",
-    "formats-server.md",
-    "statistics.md",
-    "rebudget.md",
-    "history.md",
-    "github.md",
-    "python.md",
-    "performance.md",
-    "security.md",
-    "development.md",
-)
+BEGIN = "<!-- inputs and outputs: generated from action.yml by tools/build_readme.py -->"
+END = "<!-- end of the generated table -->"
+# a sentence ends at ". " before a capital or a backtick, not at "e.g. " or "(`x`). "
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`])")
 
 
-def demote(text: str) -> str:
-    """One heading level down, outside code fences."""
-    out, fenced = [], False
-    for line in text.splitlines():
-        if line.startswith("```"):
-            fenced = not fenced
-        elif not fenced and re.match(r"#{1,5} ", line):
-            line = "#" + line
-        out.append(line)
-    return "\n".join(out).strip() + "\n"
+def first_sentence(text: str) -> str:
+    return _SENTENCE_END.split(" ".join(text.split()), maxsplit=1)[0]
 
 
-def build(root: Path = ROOT) -> str:
-    top = (root / "README.md").read_text(encoding="utf-8").split(MARKER)[0].rstrip() + "\n"
-    parts = [top, MARKER + "\n"]
-    parts += [demote((root / "docs" / name).read_text(encoding="utf-8")) for name in SECTIONS]
-    return "\n".join(parts)
+def cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def table(action: dict[str, Any], *, whole: bool) -> str:
+    def said(description: str) -> str:
+        return cell(" ".join(description.split()) if whole else first_sentence(description))
+
+    what = "what it is and when to change it" if whole else "what it is (more: `action.yml`)"
+    rows = [f"| input | default | {what} |", "|---|---|---|"]
+    for name, spec in action["inputs"].items():
+        default = str(spec.get("default", ""))
+        shown = "**required**" if spec.get("required") else (f"`{default}`" if default else "")
+        rows.append(f"| `{name}` | {cell(shown)} | {said(spec['description'])} |")
+    rows += ["", "| output | value |", "|---|---|"]
+    for name, spec in action["outputs"].items():
+        rows.append(f"| `{name}` | {said(spec['description'])} |")
+    return "\n".join(rows) + "\n"
+
+
+# each file with a generated table, and whether it has the whole descriptions
+FILES = {"README.md": False, "docs/github.md": True}
+
+
+def build(root: Path = ROOT) -> dict[str, str]:
+    """Each file in FILES with its generated table made current."""
+    action = yaml.safe_load((root / "action.yml").read_text(encoding="utf-8"))
+    built = {}
+    for name, whole in FILES.items():
+        text = (root / name).read_text(encoding="utf-8")
+        before, rest = text.split(BEGIN + "\n", 1)
+        _, after = rest.split(END, 1)
+        built[name] = before + BEGIN + "\n" + table(action, whole=whole) + END + after
+    return built
 
 
 if __name__ == "__main__":
-    text = build()
-    if "--check" in sys.argv:
-        current = (ROOT / "README.md").read_text(encoding="utf-8")
-        sys.exit(0 if current == text else "README.md is out of date: python tools/build_readme.py")
-    (ROOT / "README.md").write_text(text, encoding="utf-8")
+    for name, text in build().items():
+        current = (ROOT / name).read_text(encoding="utf-8")
+        if "--check" in sys.argv and current != text:
+            sys.exit(f"{name} is out of date: python tools/build_readme.py")
+        if current != text:
+            (ROOT / name).write_text(text, encoding="utf-8")
