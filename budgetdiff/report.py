@@ -94,11 +94,11 @@ class Report:
 
     # ---- the renderings, for the Python API (the CLI calls the renderers itself) -------------
 
-    def to_text(self) -> str:
-        """The terminal report (`--output table`)."""
+    def to_text(self, width: int | None = 80) -> str:
+        """The terminal report (`--output table`), folded to `width` columns (None: no limit)."""
         from budgetdiff.render.table import render_table
 
-        return render_table(self)
+        return render_table(self, width)
 
     def to_markdown(self) -> str:
         """The markdown report: the PR comment and the step summary."""
