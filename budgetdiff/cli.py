@@ -219,7 +219,9 @@ def cmd_history(o: HistoryOptions, edge: Edge) -> int:
     loaded = _history(o.file, edge.environ)
     assert loaded is not None
     trends = history.newest(o.file, loaded)
-    edge.out.write(history.trend_table(o.file, loaded, trends))
+    from budgetdiff.terminal import width
+
+    edge.out.write(history.trend_table(o.file, loaded, trends, width(edge.environ, edge.out)))
     if o.html:
         _write_atomic(Path(o.html), history.trend_page(o.file, loaded, trends))
         edge.out.write(f"wrote {o.html}\n")
