@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import fcntl
 import io
+import json
 import os
 import re
 import struct
 import termios
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from budgetdiff.cli import main
 from budgetdiff.render.fit import Column, column, prose, table
 from budgetdiff.terminal import width
 from tests.conftest import DEMO
+from tests.helpers import write_table
 
 COMPARE = [
     "compare",
@@ -124,3 +128,24 @@ def test_prose_never_runs_over() -> None:
     assert max(len(line) for line in lines) <= 40
     assert lines[0].startswith("  read: ") and all(ln.startswith("    ") for ln in lines[1:])
     assert prose("anything at all", None) == ["anything at all"]
+
+
+def test_hostile_slice_names_fit_80_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    names = ["a|b", "line\nbreak", "x" * 10_000, "dec\x1b[31mode", "False"]
+    rng = np.random.default_rng(3)
+    columns = {f"c{i}": rng.lognormal(4, 0.3, 300).round(2) for i in range(len(names))}
+    base = write_table(tmp_path / "base.csv", columns)
+    head = write_table(tmp_path / "head.csv", {k: v * 1.2 for k, v in columns.items()})
+    budget = {
+        "version": 1,
+        "slo": {"total": 900},
+        "slices": {n[:100]: {"budget": 80, "column": f"c{i}"} for i, n in enumerate(names)},
+    }
+    (tmp_path / "budget.yml").write_text(json.dumps(budget))  # JSON is YAML
+    argv = ["compare", "--base", str(base), "--head", str(head)]
+    out = run(capsys, [*argv, "--budget", str(tmp_path / "budget.yml")], "80")
+    assert "\x1b" not in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert re.search(r"^False ", out, re.M)  # as given, not re-typed
