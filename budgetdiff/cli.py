@@ -222,7 +222,9 @@ def cmd_history(o: HistoryOptions, edge: Edge) -> int:
     loaded = _history(o.file, edge.environ)
     assert loaded is not None
     trends = history.newest(o.file, loaded)
-    edge.out.write(history.trend_table(o.file, loaded, trends))
+    from budgetdiff.terminal import width
+
+    edge.out.write(history.trend_table(o.file, loaded, trends, width(edge.environ, edge.out)))
     if o.html:
         _write_atomic(Path(o.html), history.trend_page(o.file, loaded, trends))
         edge.out.write(f"wrote {o.html}\n")
@@ -241,17 +243,17 @@ def cmd_demo(o: RunOptions, edge: Edge) -> int:
         as_file(demo / "budget.yml") as budget,
     ):
         print(
-            "budgetdiff demo: a chat service's benchmark before (base) and after (head) a "
-            "batching change,\nchecked against a budget of p95 TTFT 1.2 s and p95 end to end "
-            "6 s.\n",
+            "budgetdiff demo: a chat service's benchmark before (base) and after (head)\n"
+            "a batching change, checked against a budget of p95 TTFT 1.2 s and p95 end to\n"
+            "end 6 s.\n",
             file=words,
         )
         pair = replace(o, base=(str(base),), head=(str(head),), budget=str(budget))
         code = cmd_compare(pair, edge)
     print(
-        f"\nThe demo's verdict would make `compare` exit {code} (0 pass or warn, 1 fail); "
-        "the demo itself exits 0.\nStart your own: `budgetdiff init` writes a commented "
-        "budget.yml, a workflow\nand an example base/head pair to run `budgetdiff compare` on.",
+        f"\nThe demo's verdict would make `compare` exit {code} (0 pass or warn, 1 fail);\n"
+        "the demo itself exits 0. Start your own: `budgetdiff init` writes a commented\n"
+        "budget.yml, a workflow and an example base/head pair to run `budgetdiff compare` on.",
         file=words,
     )
     return 0
@@ -266,20 +268,24 @@ def _finish(report: Report, o: RunOptions, edge: Edge) -> int:
         _write_atomic(Path(o.json), _render("json", report))
     if o.markdown:
         _write_atomic(Path(o.markdown), _render("markdown", report))
-    edge.out.write(_render(o.output, report))
+    edge.out.write(_render(o.output, report, edge))
     edge.out.flush()
     if edge.github is not None:
         _publish(report, o, edge.github)
     return 1 if report.verdict == "fail" else 0
 
 
-def _render(output: str, report: Report) -> str:
-    """One output; the Report imports only its renderer."""
+def _render(output: str, report: Report, edge: Edge | None = None) -> str:
+    """One output; the Report imports only its renderer. On `edge` the table fits its width."""
     if output == "json":
         return report.to_json()
     if output == "markdown":
         return report.to_markdown()
-    return report.to_text()
+    if edge is None:
+        return report.to_text()
+    from budgetdiff.terminal import width  # COLUMNS in the environ dict, or the terminal's
+
+    return report.to_text(width(edge.environ, edge.out))
 
 
 def _publish(report: Report, o: RunOptions, context: GitHubContext) -> None:

@@ -102,9 +102,9 @@ class Report:
 
     # ---- the renderings, for the Python API (the CLI calls the renderers itself) -------------
 
-    def to_text(self) -> str:
-        """The terminal report (`--output table`)."""
-        return render_table(self)
+    def to_text(self, width: int | None = 80) -> str:
+        """The terminal report (`--output table`), folded to `width` columns (None: no limit)."""
+        return render_table(self, width)
 
     def to_markdown(self) -> str:
         """The markdown report: the PR comment and the step summary."""

@@ -27,7 +27,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("report", ("report",)),
     ("evaluate", ("evaluate",)),
     ("github", ("github",)),
-    ("edge", ("cli", "commands", "action", "api", "testing", "__main__", "")),
+    ("edge", ("cli", "commands", "terminal", "action", "api", "testing", "__main__", "")),
 )  # fmt: skip
 RANK = {name: i for i, (_, names) in enumerate(STAGES) for name in names}
 MAX_FUNCTION_LINES = 60

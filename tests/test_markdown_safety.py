@@ -160,3 +160,20 @@ def test_chart_names_are_inert_inside_mermaid(hostile_report: tuple[str, dict]) 
         assert re.fullmatch(r"    [\w .()+/,-]+", text), task
         assert re.fullmatch(r"(crit, )?\d+, \d+", meta), task
     assert "`" not in fences[0] and "%%" not in fences[0] and "click" not in fences[0]
+
+
+def test_tabulate_lays_out_the_escaped_cells_as_given() -> None:
+    """The comment's tables are tabulate's, of cells `md` has already escaped: none parsed as
+    a number, padded, stripped of its entities or escaped twice, and `|` stays `&#124;`."""
+    from budgetdiff.render.markdown import _table
+    from budgetdiff.render.text import md
+
+    cells = [md("a|b"), "1e5", "False", "1,200", "", md("x\\y")]
+    lines = _table(["name", "v", "w", "x", "y", "z"], [cells], "lrrrrl")
+    assert lines == [
+        "| name | v | w | x | y | z |",
+        "| --- | ---: | ---: | ---: | ---: | --- |",
+        "| a&#124;b | 1e5 | False | 1,200 |  | x&#92;y |",
+    ]
+    html = gfm("\n".join(lines))
+    assert html.count("<td") == 6 and "a|b" in html  # one cell, the bar shown, not a border

@@ -10,6 +10,7 @@ from budgetdiff.budget import Regression
 from budgetdiff.errors import InputError
 from budgetdiff.history import History, Loaded
 from budgetdiff.numbers import count, ms, pct, percentile
+from budgetdiff.render.fit import column, prose, table
 from budgetdiff.render.page import render_page
 from budgetdiff.render.text import plain
 
@@ -30,23 +31,31 @@ def newest(file: str, loaded: Loaded) -> History:
     return h
 
 
-def trend_table(file: str, loaded: Loaded, h: History) -> str:
-    """One line per SLO metric and slice: sparkline, cumulative change, change vs reference,
-    since when it is slower, and the newest value."""
+def trend_table(file: str, loaded: Loaded, h: History, width: int | None = None) -> str:
+    """One row per SLO metric and slice: sparkline, cumulative change, change vs reference,
+    the newest value, drift, and since when it is slower; in lines of at most `width` (folded:
+    the numbers, then drift and since when)."""
     p = percentile(loaded.entries[-1].percentile)
-    lines = [
-        f"{file}: {count(len({e.line for e in loaded.entries}))} run(s); the newest against "
-        f"the {h.window} before it since the budget last changed",
-        f"  {p:<16} {'trend':<20} {'cumulative':>11} {'vs reference':>13}  slower since",
+    t = h.trends
+    columns = [
+        column("trend", [x.sparkline for x in t]),
+        column("cumulative", [pct(x.cumulative_pct, signed=True) for x in t], right=True),
+        column("vs reference", [pct(x.change_pct, signed=True) for x in t], right=True),
+        column("last", [ms(x.values[-1]) for x in t], right=True),
+        column("drift", ["drift" if x.drift else "" for x in t], group=1),
+        column("slower since", [plain(x.slower_since or "–", 40) for x in t], group=1),
     ]
-    for t in h.trends:
-        drift = " drift" if t.drift else ""
-        lines.append(
-            f"  {plain(t.label, 16):<16} {t.sparkline:<20} {pct(t.cumulative_pct, signed=True):>11}"
-            f" {pct(t.change_pct, signed=True):>13}  {plain(t.slower_since or '–', 40)}"
-            f"{drift}  (last {ms(t.values[-1])})"
-        )
-    return "".join(f"{line}\n" for line in lines)
+    runs = count(len({e.line for e in loaded.entries}))
+    lines = prose(
+        f"{file}: {runs} run(s); the newest against the {h.window} before it since the budget "
+        "last changed",
+        width,
+    )
+    inner = None if width is None else width - 2
+    lines += [
+        "  " + line for line in table(column(p, [plain(x.label, 16) for x in t]), columns, inner)
+    ]
+    return "".join(f"{line.rstrip()}\n" for line in lines)
 
 
 def trend_page(file: str, loaded: Loaded, h: History) -> str:

@@ -12,8 +12,10 @@ from budgetdiff.errors import UsageError
 from budgetdiff.evaluate import Reading, rebudget_for
 from budgetdiff.numbers import count, ms, num, pct, percentile
 from budgetdiff.render.cells import budget_meaning, fix_first
+from budgetdiff.render.fit import column, prose, table
 from budgetdiff.render.text import plain
 from budgetdiff.results import Comparison
+from budgetdiff.terminal import width
 
 if TYPE_CHECKING:
     from budgetdiff.cli import Edge, RunOptions
@@ -25,7 +27,7 @@ def run(o: RunOptions, edge: Edge) -> int:
         raise UsageError(f"{o.budget}: has no `slices:` to re-split; add them first")
     reading = Reading(budget=budget, environ=edge.environ, fmt=o.format, scenarios=o.scenario)
     c = rebudget_for(reading.side(o.head, o.head_ref).runs, budget, source=o.head[0])
-    edge.out.write(proposal_text(c, budget))
+    edge.out.write(proposal_text(c, budget, width(edge.environ, edge.out)))
     proposal = c.rebudget
     assert proposal is not None  # rebudget_for says why when there is none
     if o.write:
@@ -37,31 +39,47 @@ def run(o: RunOptions, edge: Edge) -> int:
     return 0
 
 
-def proposal_text(c: Comparison, budget: Budget) -> str:
-    """The proposal: a table of slices (measured, part, budget -> proposed, use), what the
-    budget means, the proposal's reasons, and what to fix first when it does not fit."""
+def proposal_text(c: Comparison, budget: Budget, width: int | None = None) -> str:
+    """The proposal: a table of slices (measured, part, budget, proposed, use), what the
+    budget means, the proposal's reasons, and what to fix first when it does not fit; in
+    lines of at most `width` characters."""
     proposal = c.rebudget
     assert proposal is not None
     p = percentile(budget.percentile)
     total = next((r.head_ms for r in c.slo if r.name == "total"), None)
     rows = {r.name: r for r in c.slices}
-    lines = [
-        f"re-budget at {p}: {ms(proposal.target_ms)} to split; {p} end to end {ms(total)}",
-        f"  {'slice':<16} {'own ' + p:>9} {'part':>9} {'budget':>9} -> {'proposed':>9} {'use':>5}",
+    names = list(proposal.allocation)
+    parts = [rows[n].part_ms if n in rows else None for n in names]
+    olds = [budget.slice_budget(n) for n in names]
+    columns = [
+        column(
+            f"own {p}", [num(rows[n].head_ms if n in rows else None) for n in names], right=True
+        ),
+        column("part", [num(x) for x in parts], right=True),
+        column("budget", [num(old) if old else "new" for old in olds], right=True),
+        column("proposed", [count(v) for v in proposal.allocation.values()], right=True),
+        column(
+            "use",
+            [
+                pct(100 * part / v, digits=0) if part is not None and v else ""
+                for part, v in zip(parts, proposal.allocation.values(), strict=True)
+            ],
+            right=True,
+        ),
     ]
-    for name, value in proposal.allocation.items():
-        old = budget.slice_budget(name)
-        row = rows.get(name)
-        part = row.part_ms if row is not None else None
-        use = pct(100 * part / value, digits=0) if part is not None and value else ""
-        lines.append(
-            f"  {plain(name, 16):<16} {num(row.head_ms if row else None):>9} {num(part):>9} "
-            f"{num(old) if old else 'new':>9} -> {count(value):>9} {use:>5}"
-        )
-    lines.append(budget_meaning(c))
-    lines += [plain(line, 400) for line in (proposal.headline, *proposal.lines)]
+    inner = None if width is None else width - 2
+    lines = prose(
+        f"re-budget at {p}: {ms(proposal.target_ms)} to split; {p} end to end {ms(total)}", width
+    )
+    lines += [
+        "  " + line for line in table(column("slice", [plain(n) for n in names]), columns, inner)
+    ]
+    lines += prose(budget_meaning(c), width)
+    for line in (proposal.headline, *proposal.lines):
+        lines += prose(plain(line, 400), width)
     if not proposal.fits and c.fix_first:
-        lines.append("what to fix first (each slice 10% faster, the rest as measured):")
+        lines += prose("what to fix first (each slice 10% faster, the rest as measured):", width)
         for i, f in enumerate(c.fix_first, 1):
-            lines.append(f"  {i}. {plain(f.slice)}: {fix_first(f, budget.percentile)}")
-    return "".join(f"{line}\n" for line in lines)
+            line = f"{i}. {plain(f.slice)}: {fix_first(f, budget.percentile)}"
+            lines += prose(line, width, indent="  ", hang="   ")
+    return "".join(f"{line.rstrip()}\n" for line in lines)

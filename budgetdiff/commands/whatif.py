@@ -15,7 +15,9 @@ from budgetdiff.budget import Budget, load_budget
 from budgetdiff.errors import UsageError
 from budgetdiff.evaluate import Reading, WhatIf, what_if
 from budgetdiff.numbers import count, ms, pct, percentile, setting_pct, signed_ms
+from budgetdiff.render.fit import column, prose, table
 from budgetdiff.render.text import plain
+from budgetdiff.terminal import width
 
 if TYPE_CHECKING:
     from budgetdiff.cli import Edge
@@ -44,15 +46,30 @@ class WhatifOptions:
 
 def run(o: WhatifOptions, edge: Edge) -> int:
     budget = load_budget(Path(o.budget))
+    columns = width(edge.environ, edge.out)
     if o.head:
-        return _recompute(o, budget, edge.environ, edge.out)
-    return _estimate(o, budget, edge.out)
+        return _recompute(o, budget, edge.environ, Say(edge.out, columns))
+    return _estimate(o, budget, Say(edge.out, columns))
+
+
+@dataclass(frozen=True)
+class Say:
+    """The output stream and the width its lines wrap at."""
+
+    out: TextIO
+    width: int | None
+
+    def __call__(self, text: str, indent: str = "") -> None:
+        self.out.write("".join(f"{line}\n" for line in prose(text, self.width, indent)))
+
+    def table(self, lines: list[str]) -> None:
+        self.out.write("".join(f"  {line}\n" for line in lines))
 
 
 # ---- the estimate ---------------------------------------------------------------------------
 
 
-def _estimate(o: WhatifOptions, budget: Budget, out: TextIO) -> int:
+def _estimate(o: WhatifOptions, budget: Budget, say: Say) -> int:
     """TTFT + (tokens - 1) / rate + tail against the SLO with its headroom."""
     ttft, tokens, per_token = _estimate_numbers(o)
     est = whatif.Estimate(ttft, per_token, int(tokens), o.tail)
@@ -60,11 +77,14 @@ def _estimate(o: WhatifOptions, budget: Budget, out: TextIO) -> int:
     if o.tpot is None:
         assert o.tokens_per_s is not None  # _estimate_numbers asks for one of the two
         rate = f"{numbers.given(o.tokens_per_s)} tokens/s"
-    out.write(
+    say(
         f"estimated end to end: TTFT {ms(est.ttft_ms)} + {count(est.tokens - 1)} tokens after the "
-        f"first at {rate} ({ms(est.decode_ms)}) + tail {ms(est.tail_ms)} = {ms(est.total_ms)}\n"
-        f"  (the first token is in TTFT; counting all {count(est.tokens)} tokens at the rate: "
-        f"{ms(est.total_all_tokens_ms)})\n"
+        f"first at {rate} ({ms(est.decode_ms)}) + tail {ms(est.tail_ms)} = {ms(est.total_ms)}"
+    )
+    say(
+        f"(the first token is in TTFT; counting all {count(est.tokens)} tokens at the rate: "
+        f"{ms(est.total_all_tokens_ms)})",
+        "  ",
     )
     checks: list[Check] = [
         ("TTFT", est.ttft_ms, budget.slo.ttft),
@@ -72,15 +92,16 @@ def _estimate(o: WhatifOptions, budget: Budget, out: TextIO) -> int:
         ("ITL", per_token, budget.slo.itl),
         ("TPOT", per_token, budget.slo.tpot),
     ]
-    fits = _against_slo(checks, budget, out)
+    fits = _against_slo(checks, budget, say, "estimate")
     if budget.slo.total is not None:
         room = budget.slo.total * (1 - budget.headroom) - est.ttft_ms - est.tail_ms
         longest = math.floor(room / per_token) + 1 if room > 0 else 0
-        out.write(
-            f"  the longest answer that fits the end-to-end target with headroom at this rate: "
-            f"{count(longest)} tokens\n"
+        say(
+            "the longest answer that fits the end-to-end target with headroom at this rate: "
+            f"{count(longest)} tokens",
+            "  ",
         )
-    out.write("fits\n" if fits else "does not fit\n")
+    say("fits" if fits else "does not fit")
     return 0 if fits else 1
 
 
@@ -116,28 +137,34 @@ def _estimate_numbers(o: WhatifOptions) -> tuple[float, float, float]:
     return o.ttft, o.tokens, whatif.per_token_ms(o.tokens_per_s)
 
 
-def _against_slo(checks: list[Check], budget: Budget, out: TextIO) -> bool:
-    """One line per SLO metric: value vs target with the budget's headroom; all fit?"""
-    fits = True
-    room = setting_pct(budget.headroom)
-    for name, value, target in checks:
-        if target is None or value is None:
-            continue
-        limit = target * (1 - budget.headroom)
-        ok = value <= limit
-        fits &= ok
-        word = "fits" if ok else "OVER" if value > target else "fits the SLO, not the headroom"
-        out.write(
-            f"  {name}: {ms(value)} vs target {ms(target)} ({ms(limit)} with {room} headroom): "
-            f"{word} ({pct(100 * (target - value) / target, signed=True)} headroom)\n"
-        )
-    return fits
+def _against_slo(checks: list[Check], budget: Budget, say: Say, value: str) -> bool:
+    """A table, one row per SLO metric: `value` vs target with the budget's headroom; all fit?"""
+    rows = [(n, v, t) for n, v, t in checks if t is not None and v is not None]
+    if not rows:  # the budget sets none of these targets
+        return True
+    limits = [t * (1 - budget.headroom) for _, _, t in rows]
+    words = [
+        "fits" if v <= lim else "OVER" if v > t else "fits the SLO, not the headroom"
+        for (_, v, t), lim in zip(rows, limits, strict=True)
+    ]
+    columns = [
+        column(value, [ms(v) for _, v, _ in rows], right=True),
+        column("target", [ms(t) for _, _, t in rows], right=True),
+        column(
+            f"with {setting_pct(budget.headroom)} headroom", [ms(x) for x in limits], right=True
+        ),
+        column("headroom", [pct(100 * (t - v) / t, signed=True) for _, v, t in rows], right=True),
+        column("verdict", words, group=1),
+    ]
+    inner = None if say.width is None else say.width - 2
+    say.table(table(column("SLO", [n for n, _, _ in rows]), columns, inner))
+    return all(w == "fits" for w in words)
 
 
 # ---- measured requests, changed -------------------------------------------------------------
 
 
-def _recompute(o: WhatifOptions, budget: Budget, env: Mapping[str, str], out: TextIO) -> int:
+def _recompute(o: WhatifOptions, budget: Budget, env: Mapping[str, str], say: Say) -> int:
     """Per-request data with some slices scaled or shifted: percentiles, headroom, attainment."""
     changes = _changes(o)
     reading = Reading(budget=budget, environ=env, fmt=o.format, scenarios=o.scenario)
@@ -149,22 +176,21 @@ def _recompute(o: WhatifOptions, budget: Budget, env: Mapping[str, str], out: Te
         + (f" {numbers.signed_given(c.add_ms)} ms" if c.add_ms else "")
         for n, c in changes.items()
     )
-    out.write(
-        f"what if, on {count(result.requests)} measured requests: {said or 'nothing changed'}\n"
-    )
+    say(f"what if, on {count(result.requests)} measured requests: {said or 'nothing changed'}")
     for name in result.after.clipped:
-        out.write(
-            f"  {plain(name)}: held at 0 ms in the requests where "
-            f"{numbers.signed_given(changes[name].add_ms)} ms "
-            "would take it below\n"
+        say(
+            f"{plain(name)}: held at 0 ms in the requests where "
+            f"{numbers.signed_given(changes[name].add_ms)} ms would take it below",
+            "  ",
         )
-    out.write(_before_after(result, percentile(budget.percentile)))
+    for line in _before_after(result, percentile(budget.percentile)):
+        say(line, "  ")
     checks: list[Check] = [
         ("TTFT", result.after.ttft_ms, budget.slo.ttft),
         ("end to end", result.after.total_ms, budget.slo.total),
     ]
-    fits = _against_slo(checks, budget, out)
-    out.write("fits\n" if fits else "does not fit\n")
+    fits = _against_slo(checks, budget, say, "what if")
+    say("fits" if fits else "does not fit")
     return 0 if fits else 1
 
 
@@ -205,11 +231,11 @@ def _slice_value(flag: str, item: str) -> tuple[str, float]:
     return name, value
 
 
-def _before_after(result: WhatIf, p: str) -> str:
+def _before_after(result: WhatIf, p: str) -> list[str]:
     """The percentiles and the SLO attainment, before -> after."""
     before, after = result.before, result.after
     lines = [
-        f"  {p} {label}: {ms(b)} -> {ms(a)} ({signed_ms(a - b)})"
+        f"{p} {label}: {ms(b)} -> {ms(a)} ({signed_ms(a - b)})"
         for label, b, a in (
             ("TTFT", before.ttft_ms, after.ttft_ms),
             ("end to end", before.total_ms, after.total_ms),
@@ -217,7 +243,5 @@ def _before_after(result: WhatIf, p: str) -> str:
         if b is not None and a is not None
     ]
     if before.attainment_pct is not None and after.attainment_pct is not None:
-        lines.append(
-            f"  SLO attainment: {pct(before.attainment_pct)} -> {pct(after.attainment_pct)}"
-        )
-    return "".join(f"{line}\n" for line in lines)
+        lines.append(f"SLO attainment: {pct(before.attainment_pct)} -> {pct(after.attainment_pct)}")
+    return lines

@@ -33,8 +33,14 @@ def inputs(c: Comparison) -> str:
 
 def change(r: Row, words: Mapping[str, str] = CHANGE_WORDS) -> str:
     """`+14.9% [+13.1, +16.7] regression`, `+0.4% [-2.1, +2.9] ~ (80% chance to catch ≥ 6%)`."""
+    return " ".join(change_parts(r, words))
+
+
+def change_parts(r: Row, words: Mapping[str, str] = CHANGE_WORDS) -> tuple[str, ...]:
+    """The change, then its caveat if it has one: `("+0.4% [-2.1, +2.9] ~", "(80% chance to
+    catch ≥ 6%)")`; a narrow terminal puts the caveat on a line of its own."""
     if r.change is None:
-        return ""
+        return ()
     if r.delta_pct is None or r.base_ms is None:
         text = num(r.delta_ms, signed=True)
     else:
@@ -42,17 +48,16 @@ def change(r: Row, words: Mapping[str, str] = CHANGE_WORDS) -> str:
         if r.ci_ms is not None and r.base_ms:
             lo, hi = (100 * v / r.base_ms for v in r.ci_ms)
             text += " " + interval(lo, hi)
-    word = words[r.change]
+    said = f"{text} {words[r.change]}"
     if r.change == "inconclusive":
         if r.needed:
-            word += f" (needs {r.needed} requests)"
-        elif r.coarse_buckets:
-            word += " (buckets too coarse)"
-        else:
-            word += " (no per-request data)"
-    elif r.change == "none" and r.mde_pct is not None:
-        word += f" (80% chance to catch ≥ {pct(r.mde_pct, 0)})"
-    return f"{text} {word}"
+            return said, f"(needs {r.needed} requests)"
+        if r.coarse_buckets:
+            return said, "(buckets too coarse)"
+        return said, "(no per-request data)"
+    if r.change == "none" and r.mde_pct is not None:
+        return said, f"(80% chance to catch ≥ {pct(r.mde_pct, 0)})"
+    return (said,)
 
 
 def definitions(c: Comparison) -> str | None:

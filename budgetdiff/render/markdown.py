@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tabulate import DataRow, TableFormat, tabulate
+
 from budgetdiff.numbers import (
     budget_ms,
     count,
@@ -400,10 +402,25 @@ def _fold(summary: str, body: list[str]) -> list[str]:
 
 
 def _table(head: list[str], body: list[list[str]], align: str) -> list[str]:
-    sep = ["---:" if a == "r" else "---" for a in align]
-    lines = ["| " + " | ".join(head) + " |", "| " + " | ".join(sep) + " |"]
-    lines += ["| " + " | ".join(row) + " |" for row in body]
-    return lines
+    """A GitHub-flavoured table by tabulate, of cells already made safe by `md` (`|` is
+    `&#124;` in them). Not tabulate's "github" layout: that pads every cell to its column's
+    width, which GitHub does not show and the 65,536-character limit pays for. So no padding
+    (no alignment for tabulate), no number parsing (a cell is shown as given), and the line
+    under the header says each column's alignment, as GitHub reads it."""
+    fmt = TableFormat(
+        lineabove=None,
+        linebelowheader=lambda _widths, _aligns: (
+            "| " + " | ".join("---:" if a == "r" else "---" for a in align) + " |"
+        ),
+        linebetweenrows=None,
+        linebelow=None,
+        headerrow=DataRow("|", "|", "|"),
+        datarow=DataRow("|", "|", "|"),
+        padding=1,
+        with_header_hide=None,
+    )
+    text = tabulate(body, head, tablefmt=fmt, disable_numparse=True, stralign=None)
+    return text.split("\n")
 
 
 def history_section(s: Scenario) -> list[str]:

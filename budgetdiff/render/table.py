@@ -1,12 +1,13 @@
-"""The terminal rendering, for people running budgetdiff locally."""
+"""The terminal rendering, for people running budgetdiff locally: tables by tabulate, and
+every line fitted to the terminal's width (`render.fit`: tables fold, prose wraps)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from budgetdiff.numbers import budget_ms, count, interval, ms, num, pct, percentile
 from budgetdiff.render import cells
+from budgetdiff.render.fit import DEFAULT_WIDTH, Column, column, prose, table
 from budgetdiff.render.text import plain
 from budgetdiff.results import Comparison, Row
 
@@ -14,44 +15,51 @@ if TYPE_CHECKING:  # render reads the Report; report.py calls render
     from budgetdiff.report import Report, Scenario
 
 
-def render_table(report: Report) -> str:
+def render_table(report: Report, width: int | None = DEFAULT_WIDTH) -> str:
+    """The report in lines of at most `width` characters (None: no limit, every table whole)."""
     title = f"budgetdiff: {report.verdict.upper()}"
-    out = [title + ("" if report.id == "default" else f" ({plain(report.id)})")]
+    out = prose(title + ("" if report.id == "default" else f" ({plain(report.id)})"), width)
     for s in report.scenarios:
-        out += _scenario(s, several=len(report.scenarios) > 1)
+        out += _scenario(s, width, several=len(report.scenarios) > 1)
     return "\n".join(out) + "\n"
 
 
-def _scenario(s: Scenario, *, several: bool) -> list[str]:
+def _scenario(s: Scenario, width: int | None, *, several: bool) -> list[str]:
     """One scenario: what was read, the SLO and slice tables, then the findings and advice."""
     c = s.comparison
     out = [""]
     if several:
-        out.append(f"== scenario {plain(c.name or 'default')}: {s.verdict}")
-    out += [_counts(c), plain(cells.inputs(c), 400)]
+        out += prose(f"== scenario {plain(c.name or 'default')}: {s.verdict}", width)
+    out += prose(_counts(c), width) + prose(plain(cells.inputs(c), 400), width)
     if c.headline:
-        out.append(plain(c.headline, 200))
-    out += _tables(c)
+        out += prose(plain(c.headline, 200), width)
+    out += _tables(c, width)
     if s.findings:
         out.append("")
-        out += [
-            f"{'FAIL' if f.fails else 'warn'} {f.kind}: {plain(f.message, 400)}" for f in s.findings
-        ]
+        for f in s.findings:
+            out += prose(
+                f"{'FAIL' if f.fails else 'warn'} {f.kind}: {plain(f.message, 400)}", width
+            )
     if c.fix_first:
-        out += ["", "what to fix first (each slice 10% faster, the rest as measured):"]
         out += [
-            f"  {i}. {plain(f.slice)}: {cells.fix_first(f, c.percentile)}"
-            for i, f in enumerate(c.fix_first, 1)
+            "",
+            *prose("what to fix first (each slice 10% faster, the rest as measured):", width),
         ]
+        for i, fix in enumerate(c.fix_first, 1):
+            line = f"{i}. {plain(fix.slice)}: {cells.fix_first(fix, c.percentile)}"
+            out += prose(line, width, indent="  ", hang="   ")
     if c.rebudget is not None:
         alloc = ", ".join(f"{plain(k)} {budget_ms(v)}" for k, v in c.rebudget.allocation.items())
-        out += ["", f"re-budget ({ms(c.rebudget.target_ms)}): {alloc}"]
-        out += [f"  {plain(m, 400)}" for m in c.rebudget.lines]  # the target is said above
-    out += _attainment(c)
+        out += ["", *prose(f"re-budget ({ms(c.rebudget.target_ms)}): {alloc}", width)]
+        for m in c.rebudget.lines:  # the target is said above
+            out += prose(plain(m, 400), width, indent="  ")
+    out += _attainment(c, width)
     # what the markdown folds away, said here too: a terminal has no <details>
     notes = dict.fromkeys([*c.notes, *[n for r in (*c.slo, *c.slices) for n in r.notes]])
     if notes:
-        out += ["", "notes:", *[f"  - {plain(n, 300)}" for n in notes]]
+        out += ["", "notes:"]
+        for n in notes:
+            out += prose(f"- {plain(n, 300)}", width, indent="  ")
     return out
 
 
@@ -67,89 +75,69 @@ def _counts(c: Comparison) -> str:
     return ", ".join(counts) + (", paired by request id" if c.paired else "")
 
 
-def _tables(c: Comparison) -> list[str]:
-    """The SLO table, what its rows mean, and the slice table."""
+def _tables(c: Comparison, width: int | None) -> list[str]:
+    """The SLO table, what its rows mean, and the slice table. Folded, each splits into where
+    a row stands (target or budget, base, head, headroom or use) and how it changed."""
     p = percentile(c.percentile)
     compare = c.base is not None
-    slo = _rows(
-        c.slo,
-        names=(f"SLO {p}", "target"),
-        compare=compare,
-        last=("headroom",),
-        tail=lambda r: [cells.headroom(r)],
-    )
-    out = ["", slo]
+    slo = [
+        *_measured(c.slo, "target", compare=compare),
+        *_change(c.slo, compare=compare),
+        column("headroom", [cells.headroom(r) for r in c.slo]),
+    ]
+    out = ["", *table(_key(f"SLO {p}", c.slo), slo, width)]
     meaning = cells.definitions(c)
     if meaning:
-        out.append(plain(meaning, 300))
+        out += prose(plain(meaning, 300), width)
     if c.slices:
-        last = (f"part of {p} total", "budget use", "tail share (change)")
-        names = (f"slice {p}", "budget")
-        out += ["", _rows(c.slices, names=names, compare=compare, last=last, tail=_slice_cells)]
-        if any(r.part_ms is not None for r in c.slices):
-            out.append(cells.budget_meaning(c))
+        rows = c.slices
+        columns = [
+            *_measured(rows, "budget", compare=compare),
+            *_change(rows, compare=compare),
+            column(f"part of {p} total", [cells.part(r) for r in rows], right=True),
+            column("budget use", [cells.budget_use(r) for r in rows], right=True),
+            column("tail share (change)", [cells.share(r) for r in rows], group=1),
+        ]
+        out += ["", *table(_key(f"slice {p}", rows), columns, width)]
+        if any(r.part_ms is not None for r in rows):
+            out += prose(cells.budget_meaning(c), width)
     return out
 
 
-def _slice_cells(r: Row) -> list[str]:
-    return [cells.part(r), cells.budget_use(r), cells.share(r)]
+def _key(head: str, rows: tuple[Row, ...]) -> Column:
+    return column(head, [plain(r.label) for r in rows])
 
 
-def _attainment(c: Comparison) -> list[str]:
+def _measured(rows: tuple[Row, ...], target: str, *, compare: bool) -> list[Column]:
+    """A row's measured columns: target (or budget), (base), head."""
+    out = [column(target, [num(r.target_ms) if r.target_ms else "" for r in rows], right=True)]
+    if compare:
+        out.append(column("base", [num(r.base_ms) for r in rows], right=True))
+    return [*out, column("head", [num(r.head_ms) for r in rows], right=True)]
+
+
+def _change(rows: tuple[Row, ...], *, compare: bool) -> list[Column]:
+    """The change column when there is a base: the change, and its caveat below it if folded."""
+    if not compare:
+        return []
+    parts = tuple(tuple(plain(x, 200) for x in cells.change_parts(r)) for r in rows)
+    return [Column("change", parts, group=1)]
+
+
+def _attainment(c: Comparison, width: int | None) -> list[str]:
     """`attainment head: 981/1000 requests met every target (98.1% [97.1, 98.8])`, per side."""
     out = []
     for name, side in (("base", c.base), ("head", c.head)):
         a = side.attainment if side is not None else None
         if a is not None:
-            out.append(
+            out += prose(
                 f"attainment {name}: {count(a.good)}/{count(a.total)} requests met every target "
                 f"({pct(a.pct)} {interval(*a.ci_pct, signed=False)}"
                 + (f", effective n {count(a.effective_n)}" if a.effective_n is not None else "")
-                + ")"
+                + ")",
+                width,
             )
     if c.head.attainment is not None:
-        out.append(f"  a request meets: {plain(cells.held_to(c, c.head.held_to), 300)}")
+        held = plain(cells.held_to(c, c.head.held_to), 300)
+        out += prose(f"a request meets: {held}", width, indent="  ")
     return out
-
-
-def _rows(
-    rows: tuple[Row, ...],
-    *,
-    names: tuple[str, str],
-    compare: bool,
-    last: tuple[str, ...],
-    tail: Callable[[Row], list[str]],
-) -> str:
-    """One table: the row's name, target, (base), head, (change), then `last` columns;
-    `names` heads the first two (`SLO p95`, `target`)."""
-    head = [
-        *names,
-        *(["base"] if compare else []),
-        "head",
-        *(["change"] if compare else []),
-        *last,
-    ]
-    body = [
-        [
-            plain(r.label),
-            num(r.target_ms) if r.target_ms else "",
-            *([num(r.base_ms)] if compare else []),
-            num(r.head_ms),
-            *([plain(cells.change(r), 200)] if compare else []),
-            *tail(r),
-        ]
-        for r in rows
-    ]
-    return columns(head, body)
-
-
-def columns(head: list[str], body: list[list[str]]) -> str:
-    """Text in aligned columns under a ruled header, two spaces apart; a column is at least two
-    characters wider than its header. (tabulate's "simple" layout, which the terminal output
-    had: tabulate cost 30 ms of every run's start-up, looking its own version up on import.)"""
-    widths = [max(len(h) + 2, *(len(row[i]) for row in body)) for i, h in enumerate(head)]
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
-
-    return "\n".join([line(head), line(["-" * w for w in widths]), *map(line, body)])
