@@ -253,7 +253,7 @@ def cmd_demo(o: RunOptions, edge: Edge) -> int:
     print(
         f"\nThe demo's verdict would make `compare` exit {code} (0 pass or warn, 1 fail);\n"
         "the demo itself exits 0. Start your own: `budgetdiff init` writes a commented\n"
-        "budget.yml, a workflow and an example base/head pair to run `budgetdiff compare` on.",
+        "budget.yml, a workflow and an example base/head pair for `budgetdiff compare`.",
         file=words,
     )
     return 0
