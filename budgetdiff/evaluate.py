@@ -43,12 +43,13 @@ class Side(NamedTuple):
 
 
 def read_options(budget: Budget) -> ReadOptions:
-    """What the budget tells a reader: the slices it wants and where their columns are."""
+    """What the budget tells a reader: the slices it wants (in every class of traffic) and
+    where their columns are."""
     return ReadOptions(
-        slices=tuple(s for s in budget.slices if s != UNATTRIBUTED),  # computed, not read
+        slices=tuple(s for s in budget.all_slices if s != UNATTRIBUTED),  # computed, not read
         columns={
             n: (s.column or n, s.unit)
-            for n, s in budget.slices.items()
+            for n, s in budget.all_slices.items()
             if s.column is not None or s.unit is not None
         },
         percentile=budget.percentile,
@@ -111,11 +112,12 @@ def evaluate(
     pairs, base_only = pair_runs(base, head, no_base)
     scenarios: list[Scenario] = []
     for p in pairs:
-        c = compare_pair(p, budget)
-        trends = _trends(history, c, budget)
+        held_to = budget.for_scenario(p.head.scenario)  # its class's SLO and slices, if any
+        c = compare_pair(p, held_to)
+        trends = _trends(history, c, held_to)
         findings, verdict = judge(
             c,
-            budget,
+            held_to,
             fail_on,
             no_base=p.missing,
             base_only=base_only if not scenarios else [],  # said once, with the first
