@@ -88,7 +88,7 @@ def problem_lines(
         key=lambda p: (p.line or 0, p.error is None or p.error["type"] != "extra_forbidden"),
     )
     said = [
-        f"{source}{f':{p.line}' if p.line else ''}: {'.'.join(p.at).removesuffix('.[key]')}: "
+        f"{source}{f':{p.line}' if p.line else ''}: {_path(p.at)}: "
         + (p.words or _words(p.error, p.at, _given(data, p.at)))
         for p in found[:MAX_PROBLEMS]
     ]
@@ -108,6 +108,11 @@ def _problems(error: ValidationError, data: object, lines: Mapping[Loc, int]) ->
         if at[-1:] == ("budget",) and at[-3:-2] == ("slices",) and short:
             at = at[:-1]
         yield _Problem(at, _line(lines, at), err)
+
+
+def _path(at: Loc) -> str:
+    """`slo.ttft`; a wrong name (pydantic's `slices, NAME, [key]`) is placed at its mapping."""
+    return ".".join(at[:-2] if at[-1:] == ("[key]",) else at)
 
 
 def _words(err: Any, at: Loc, given: object) -> str:
