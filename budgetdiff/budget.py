@@ -110,12 +110,8 @@ class Slice(_Section):
     """One slice of the budget, long form. The short form `decode: 4200` means `budget: 4200`."""
 
     budget: Ms = Field(description="milliseconds this slice may take at `percentile`")
-    column: str | None = Field(
-        None, description="input column holding this slice (default: the slice's name)"
-    )
-    unit: Unit | None = Field(
-        None, description="unit of `column` (default: from its suffix, else ms)"
-    )
+    column: str | None = Field(default=None, description="input column (default: the name)")
+    unit: Unit | None = Field(default=None, description="`column`'s unit (default: suffix, or ms)")
 
 
 Slices = dict[
@@ -126,10 +122,10 @@ Slices = dict[
 class Slo(_Section):
     """The SLO's targets, each in milliseconds at `percentile`."""
 
-    ttft: Ms | None = Field(None, description="time to first token, ms")
-    total: Ms | None = Field(None, description="end to end, ms")
-    itl: Ms | None = Field(None, description="inter-token latency per token, ms")
-    tpot: Ms | None = Field(None, description="time per output token per request, ms")
+    ttft: Ms | None = Field(default=None, description="time to first token, ms")
+    total: Ms | None = Field(default=None, description="end to end, ms")
+    itl: Ms | None = Field(default=None, description="inter-token latency per token, ms")
+    tpot: Ms | None = Field(default=None, description="time per output token per request, ms")
 
     def targets(self) -> dict[str, float]:
         return {k: v for k in type(self).model_fields if (v := getattr(self, k)) is not None}
@@ -138,13 +134,13 @@ class Slo(_Section):
 class Regression(_Section):
     """When a change counts as a regression."""
 
-    min_change: Share = Field(0.05, description="a smaller relative change never counts ('5%')")
+    min_change: Share = Field(default=0.05, description="a smaller relative change never counts")
     min_ms: Annotated[float, Field(ge=0, le=MAX_MS, **_Finite), _Quoted] = Field(
-        5.0, description="nor a smaller absolute one, ms"
+        default=5.0, description="nor a smaller absolute one, ms"
     )
     confidence: Annotated[float, Field(gt=0.5, lt=1, **_Finite), _Quoted] = 0.95
     metrics: list[str] | None = Field(
-        None,
+        default=None,
         description="the rows whose regression may fail the gate: SLO metrics ("
         + ", ".join(METRICS)
         + ") and slices (default: every SLO metric with a target and every slice with a "
@@ -156,11 +152,9 @@ class TrafficClass(_Section):
     """One class of traffic, the scenario of that name: each section it gives replaces the top
     level's whole; what it leaves out is the top level's."""
 
-    slo: Slo | None = Field(None, description="this class's SLO, in place of the top level's")
-    slices: Slices | None = Field(None, description="this class's slices, in place of the top's")
-    first_token_after: str | None = Field(
-        None, description="TTFT = this class's slices up to and including this one"
-    )
+    slo: Slo | None = Field(default=None, description="in place of the top level's `slo`")
+    slices: Slices | None = Field(default=None, description="in place of the top level's")
+    first_token_after: str | None = Field(default=None, description="in place of the top's")
 
 
 class Budget(_Section):
@@ -169,7 +163,7 @@ class Budget(_Section):
     version: Annotated[Literal[1], BeforeValidator(_version)] = 1
     # p1 to p99.99: beyond them 100 - p (or p) is lost to rounding and no interval exists
     percentile: Annotated[float, Field(ge=1, le=99.99, **_Finite), _Quoted] = Field(
-        95, description="budgets and SLOs are stated at this percentile"
+        default=95, description="budgets and SLOs are stated at this percentile"
     )
     slo: Slo = Field(default_factory=Slo)
     slices: Slices = Field(
@@ -177,9 +171,9 @@ class Budget(_Section):
         description="in the order a request crosses them: `name: ms` or `name: {budget: ms, ...}`",
     )
     first_token_after: str | None = Field(
-        None, description="TTFT = the slices up to and including this one"
+        default=None, description="TTFT = the slices up to and including this one"
     )
-    headroom: Share = Field(0.10, description="flag an SLO metric with less than this")
+    headroom: Share = Field(default=0.10, description="flag an SLO metric with less than this")
     regression: Regression = Field(default_factory=Regression)
     fail_on: list[FailKind] = Field(
         default_factory=lambda: list(_DEFAULT_FAIL_ON), description="what fails the check"
