@@ -187,3 +187,46 @@ def test_check_holds_each_scenario_to_its_class(
         "total": 6000,
     }
     assert all(r["budget_ms"] is None for r in free["slices"])
+
+
+def test_rebudget_of_a_class_splits_its_slo_and_will_not_write_the_top_levels(
+    samples: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head, _ = vllm_runs(samples, tmp_path)
+    budget = tmp_path / "budget.yml"
+    text = (
+        "version: 1\nslo: {ttft: 1200, total: 6000}\nslices: {first_token: 200, decode: 3000}\n"
+        "classes:\n  concurrency=16:\n    slo: {total: 2000}\n"
+        "    slices: {first_token: 150, decode: 1500}\n"
+    )
+    budget.write_text(text)
+    args = ["rebudget", "--head", str(head), "--budget", str(budget)]
+    code, out, err = run([*args, "--scenario", "concurrency=16"], capsys)
+    assert code == 0, err
+    assert "target 1,800 ms = total SLO 2,000 ms x (1 - 10% headroom)" in out  # the class's
+    budgets = [(line.split()[0], line.split()[3]) for line in out.splitlines()[2:4]]
+    assert budgets == [("first_token", "150"), ("decode", "1,500")]  # the class's, not 200/3,000
+    code, out, err = run([*args, "--scenario", "concurrency=16", "--write"], capsys)
+    assert code == 2 and out == "" and "class 'concurrency=16'" in err
+    assert budget.read_text() == text
+    code, out, err = run([*args, "--scenario", "concurrency=8"], capsys)
+    assert code == 0 and "target 5,400 ms = total SLO 6,000 ms" in out  # the top level's
+
+
+def test_whatif_on_a_class_holds_it_to_the_classs_slo(
+    samples: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head, _ = vllm_runs(samples, tmp_path)
+    budget = tmp_path / "budget.yml"
+    budget.write_text(
+        "version: 1\nslo: {ttft: 1200, total: 6000}\n"
+        "classes:\n  concurrency=16:\n    slo: {total: 2000}\n"
+    )
+    args = ["whatif", "--head", str(head), "--budget", str(budget), "--scale", "decode=0.9"]
+    code, out, err = run([*args, "--scenario", "concurrency=16"], capsys)
+    assert code == 0, err
+    targets = [line.split(" vs ")[1].split(" (")[0] for line in out.splitlines() if " vs " in line]
+    assert targets == ["target 2,000 ms"]  # the class's end to end, and no TTFT target
+    code, out, err = run([*args, "--scenario", "concurrency=8"], capsys)
+    targets = [line.split(" vs ")[1].split(" (")[0] for line in out.splitlines() if " vs " in line]
+    assert code == 0 and targets == ["target 1,200 ms", "target 6,000 ms"]
