@@ -12,10 +12,11 @@ are the same steps for the commands and the page that are not a Report.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from budgetdiff import rebudget, rows, sources, whatif
+from budgetdiff.budget import did_you_mean
 from budgetdiff.errors import InputError, UsageError
 from budgetdiff.formats import ReadOptions, detect
 from budgetdiff.formats.combine import combine
@@ -114,6 +115,8 @@ def evaluate(
     for p in pairs:
         held_to = budget.for_scenario(p.head.scenario)  # its class's SLO and slices, if any
         c = compare_pair(p, held_to)
+        if not scenarios and budget.classes:  # said once, with the first
+            c = replace(c, notes=(*c.notes, *_unmatched_classes(budget, head)))
         trends = _trends(history, c, held_to)
         findings, verdict = judge(
             c,
@@ -128,6 +131,21 @@ def evaluate(
         scenarios.append(Scenario(c, tuple(findings), verdict, trends))
     mode = "compare" if base is not None or no_base is not None else "check"
     return Report(id=report_id, mode=mode, scenarios=tuple(scenarios), accepted=accepted)
+
+
+def _unmatched_classes(budget: Budget, head: list[Run]) -> list[str]:
+    """A class that names no scenario of head holds nothing: said, as a typo would be silent."""
+    names = [r.scenario for r in head if r.scenario is not None]
+    unmatched = [c for c in budget.classes if c not in names]
+    if not unmatched:
+        return []
+    which = "class " if len(unmatched) == 1 else "classes "
+    match = " matches" if len(unmatched) == 1 else " match"
+    return [
+        f"the budget's {which}{', '.join(map(repr, unmatched))}{match} no scenario (the data "
+        f"has: {', '.join(names) or 'one, unnamed'}){did_you_mean(unmatched[0], names)}; a "
+        "class holds the scenario of its name, the others are held to the top level"
+    ]
 
 
 def pair_runs(

@@ -230,3 +230,25 @@ def test_whatif_on_a_class_holds_it_to_the_classs_slo(
     code, out, err = run([*args, "--scenario", "concurrency=8"], capsys)
     targets = [line.split(" vs ")[1].split(" (")[0] for line in out.splitlines() if " vs " in line]
     assert code == 0 and targets == ["target 1,200 ms", "target 6,000 ms"]
+
+
+def test_a_class_that_names_no_scenario_is_said(
+    samples: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelt class would hold its traffic to the top level without a word."""
+    head, _ = vllm_runs(samples, tmp_path)
+    budget = tmp_path / "budget.yml"
+    budget.write_text(
+        "version: 1\nslo: {ttft: 1200, total: 6000}\n"
+        "classes:\n  concurency=16:\n    slo: {total: 2000}\n  concurrency=8:\n    slo: {}\n"
+    )
+    code, out, err = run(
+        ["check", "--head", str(head), "--budget", str(budget), "--output", "json"], capsys
+    )
+    assert code == 0, err
+    notes = [n for s in json.loads(out)["scenarios"] for n in s["notes"] if "budget's" in n]
+    assert notes == [
+        "the budget's class 'concurency=16' matches no scenario (the data has: concurrency=8, "
+        "concurrency=16); did you mean `concurrency=16`?; a class holds the scenario of its "
+        "name, the others are held to the top level"
+    ]
