@@ -11,8 +11,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
-from pydantic import model_validator as _model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import PydanticCustomError, core_schema
 
@@ -114,8 +113,9 @@ class Slice(_Section):
     unit: Unit | None = Field(default=None, description="`column`'s unit (default: suffix, or ms)")
 
 
+_SliceInput = Union[Ms, Slice]  # noqa: UP007 (as _ShareInput)
 Slices = dict[
-    Name, Annotated[Slice, BeforeValidator(_short_slice, json_schema_input_type=Ms | Slice)]
+    Name, Annotated[Slice, BeforeValidator(_short_slice, json_schema_input_type=_SliceInput)]
 ]
 
 
@@ -184,7 +184,7 @@ class Budget(_Section):
         "`first_token_after`: `chat: {slo: {ttft: 1000}}`",
     )
 
-    @_model_validator(mode="after")
+    @model_validator(mode="after")
     def _check_across_keys(self) -> Budget:
         problems = list(_across_keys(self))
         if problems:
