@@ -1,24 +1,24 @@
-"""The budget file: frozen dataclasses, the table of its keys, and the one loader that reports
-every problem with its file, key and line.
-
-Each key's kind (a number of milliseconds, a percentage, a name, one of a few words, a list, a
-section) both checks what a user wrote and describes it in the JSON Schema (`budgetdiff
-schema`), so the two cannot disagree. The checks are written here rather than left to pydantic:
-its import and model building were 90 ms of the 250 ms a 100-row compare takes."""
+"""The budget file as pydantic models (frozen, unknown keys refused): what people write that a
+plain type does not take (a number in quotes, a percentage, `decode: 4200`) is a validator, and
+`budgetdiff schema` is the models' JSON Schema. `budget_file` reads the YAML with each key's
+line; `budget_problems` says every problem of a budget at once, one line each."""
 
 from __future__ import annotations
 
-import math
-import operator
+import difflib
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import MISSING, dataclass, field, fields
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic.json_schema import GenerateJsonSchema
+from pydantic_core import PydanticCustomError, core_schema
+
+from budgetdiff.budget_file import read_yaml
 from budgetdiff.errors import BudgetError
-from budgetdiff.numbers import count, schema_bound, setting_pct
-from budgetdiff.table import MAX_MS
+from budgetdiff.numbers import given, setting_pct
+from budgetdiff.table import KNOWN_SLICES, MAX_MS, UNATTRIBUTED
 
 FailKind = Literal[
     "breach",
@@ -33,398 +33,184 @@ FailKind = Literal[
 FAIL_KINDS: tuple[str, ...] = FailKind.__args__  # type: ignore[attr-defined]
 Unit = Literal["ms", "s", "us"]
 UNITS: tuple[str, ...] = Unit.__args__  # type: ignore[attr-defined]
+_DEFAULT_FAIL_ON: tuple[FailKind, ...] = ("breach", "regression")
 # The SLO table's rows, by the names `regression.metrics` uses (the slices are the budget's).
 METRICS = ("ttft", "total", "itl", "tpot", "max_stall")
 # A number may be written in quotes (`budget: '800'`, kept as written by `rebudget --write`).
 _QUOTED_NUMBER = r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$"
-_QUOTED = re.compile(_QUOTED_NUMBER)
 _PERCENT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*%\s*$")
 # The schema's view of a percentage: 0% to under 100%, which a pattern can say.
 _PERCENT_SCHEMA = r"^\s*0*\d{1,2}(\.\d+)?\s*%\s*$"
 Loc = tuple[str, ...]
 
 
-class _Problem(Exception):
-    """One thing wrong with the budget: where (below the key being checked) and what. An
-    unknown key carries the keys allowed there: its hint is worded only for the problem shown
-    (difflib over 10,000 unknown keys would take a second)."""
-
-    def __init__(self, words: str, at: Loc = (), *, allowed: tuple[str, ...] = ()) -> None:
-        super().__init__(words)
-        self.words, self.at, self.allowed = words, at, allowed
-
-    @property
-    def unknown(self) -> bool:
-        return bool(self.allowed)
-
-    @property
-    def message(self) -> str:
-        return self.words + (_hint(self.at[-1], list(self.allowed)) if self.allowed else "")
-
-    def below(self, name: str) -> _Problem:
-        return _Problem(self.words, (name, *self.at), allowed=self.allowed)
+# ---- what a user may write, beyond a plain type ----------------------------------------------
 
 
-def _shown(value: object) -> str:
-    """What the user wrote, short: `'8s'`, `-5`, `a list`, `nothing`."""
-    if value is None:
-        return "nothing"
-    if isinstance(value, Mapping | list | tuple):
-        return f"a {'dict' if isinstance(value, Mapping) else 'list'}"
-    shown = repr(value)
-    return shown if len(shown) <= 40 else shown[:37] + "..."
-
-
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean `{close[0]}`?" if close else ""
-
-
-# The kinds of key. Each checks a value (`parse`, raising _Problem) and describes it (`schema`).
-# Plain classes: a frozen dataclass costs 0.4 ms of start-up to create, and these are constants.
-
-
-class Number:
-    """A number within bounds (`above`/`below` exclusive, `least`/`most` inclusive), plain or
-    quoted; milliseconds unless `ms` is False."""
-
-    def __init__(
-        self,
-        *,
-        example: str = "4200",
-        above: float | None = None,
-        least: float | None = None,
-        most: float | None = None,
-        below: float | None = None,
-        ms: bool = True,
-    ) -> None:
-        self.example, self.ms = example, ms
-        self.above, self.least, self.most, self.below = above, least, most, below
-
-    def parse(self, value: object, key: str) -> float:
-        number = _number(value)
-        if number is None or not math.isfinite(number):
-            what = "a number" + (" of milliseconds" if self.ms else "")
-            raise _Problem(f"must be {what}, e.g. `{key}: {self.example}`, not {_shown(value)}")
-        unit = " ms" if self.ms else ""
-        for words, limit, holds in (
-            ("more than", self.above, operator.gt),
-            ("at least", self.least, operator.ge),
-            ("less than", self.below, operator.lt),
-            ("at most", self.most, operator.le),
-        ):
-            if limit is not None and not holds(number, limit):
-                raise _Problem(
-                    f"must be {words} {schema_bound(float(limit))}{unit}, not {_shown(value)}"
-                )
-        return number
-
-    def schema(self) -> dict[str, Any]:
-        bounds = {
-            "exclusiveMinimum": self.above,
-            "minimum": self.least,
-            "maximum": self.most,
-            "exclusiveMaximum": self.below,
-        }
-        plain = {"type": "number", **{k: v for k, v in bounds.items() if v is not None}}
-        return {"anyOf": [plain, {"type": "string", "pattern": _QUOTED_NUMBER}]}
-
-
-def _number(value: object) -> float | None:
-    """A number as written, plain or quoted; None when it is not one (a boolean is not)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        try:
-            return float(value)
-        except OverflowError:  # an int from Python past a float's range
-            return math.inf
-    if isinstance(value, str) and _QUOTED.match(value):
+def _number(value: object) -> object:
+    """A number written in quotes, as a number; anything else as it is (pydantic judges it)."""
+    if isinstance(value, str) and re.match(_QUOTED_NUMBER, value):
         return float(value)
-    return None
-
-
-class Share:
-    """A share, written as a percentage ('10%') or a fraction from 0 to under 1."""
-
-    def __init__(self, example: str) -> None:
-        self.example = example
-
-    def parse(self, value: object, key: str) -> float:
-        if isinstance(value, str):
-            m = _PERCENT.match(value)
-            if not m:
-                raise _Problem(f"write a percentage such as '{self.example}', not {_shown(value)}")
-            share = float(m.group(1)) / 100
-            if not 0 <= share < 1 or m.group(1).startswith("-"):
-                raise _Problem(
-                    f"write a percentage from 0% to under 100%, not {setting_pct(share)}"
-                )
-            return share
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _Problem(f"write a percentage such as '{self.example}', not {_shown(value)}")
-        if not 0 <= value < 1:
-            raise _Problem(f"write {value}% (with the % sign) or a fraction from 0 to under 1")
-        return float(value)
-
-    def schema(self) -> dict[str, Any]:
-        fraction = {"type": "number", "minimum": 0, "exclusiveMaximum": 1}
-        return {"anyOf": [fraction, {"type": "string", "pattern": _PERCENT_SCHEMA}]}
-
-
-class Name:
-    """A name: a column's, a slice's, a row's."""
-
-    def parse(self, value: object, key: str) -> str:
-        if not isinstance(value, str):
-            raise _Problem(f"must be a name (text), not {_shown(value)}")
-        return value
-
-    def schema(self) -> dict[str, Any]:
-        return {"type": "string"}
-
-
-class OneOf:
-    """One of a few words."""
-
-    def __init__(self, choices: tuple[str, ...]) -> None:
-        self.choices = choices
-
-    def parse(self, value: object, key: str) -> str:
-        if value not in self.choices or not isinstance(value, str):
-            choices = ", ".join(self.choices)
-            hint = _did_you_mean(str(value), self.choices)
-            raise _Problem(f"{_shown(value)} is not one of {choices}{hint}")
-        return value
-
-    def schema(self) -> dict[str, Any]:
-        return {"type": "string", "enum": list(self.choices)}
-
-
-class Version:
-    """The budget file's version: 1, the only one."""
-
-    def parse(self, value: object, key: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value != 1:
-            raise _Problem(f"must be 1 (the only version of the budget file), not {_shown(value)}")
-        return 1
-
-    def schema(self) -> dict[str, Any]:
-        return {"type": "integer", "const": 1}
-
-
-class ListOf:
-    """A list of names or of words, each checked by `item`."""
-
-    def __init__(self, item: Name | OneOf, example: str) -> None:
-        self.item, self.example = item, example
-
-    def parse(self, value: object, key: str) -> list[str]:
-        if not isinstance(value, list | tuple):
-            raise _Problem(f"must be a list, e.g. `{key}: {self.example}`, not {_shown(value)}")
-        items = []
-        for i, each in enumerate(value):
-            try:
-                items.append(self.item.parse(each, str(i)))
-            except _Problem as p:
-                raise p.below(str(i)) from None
-        return items
-
-    def schema(self) -> dict[str, Any]:
-        return {"type": "array", "items": self.item.schema()}
-
-
-class Nullable:
-    """`kind`, or nothing (null): the key's default."""
-
-    def __init__(self, kind: Number | Name | OneOf | ListOf) -> None:
-        self.kind = kind
-
-    def parse(self, value: object, key: str) -> object:
-        return None if value is None else self.kind.parse(value, key)
-
-    def schema(self) -> dict[str, Any]:
-        return {"anyOf": [self.kind.schema(), {"type": "null"}]}
-
-
-def _mapping(value: object, key: str) -> Mapping[Any, Any]:
-    if not isinstance(value, Mapping):
-        raise _Problem(f"must be a mapping of keys (`{key}: {{...}}`), not {_shown(value)}")
     return value
 
 
-class Section:
-    """A mapping of the keys of `model`, each checked by its kind; the rest are unknown."""
-
-    def __init__(self, model: type[Any]) -> None:
-        self.model = model
-
-    def parse(self, value: object, key: str) -> Any:
-        return _build(self.model, _mapping(value, key))
-
-    def schema(self) -> dict[str, Any]:
-        return _model_schema(self.model)
-
-
-class Slices:
-    """The slices by name, each `name: ms` (short) or `name: {budget: ms, ...}` (long)."""
-
-    def parse(self, value: object, key: str) -> dict[str, Slice]:
-        value = _mapping(value, key)
-        if any(isinstance(name, str) and not 0 < len(name) <= 100 for name in value):
-            raise _Problem("slice names are 1 to 100 characters")
-        slices, problems = {}, []
-        for name, given in value.items():
-            try:
-                slices[name] = self._slice(name, given)
-            except (_Problem, _Problems) as e:
-                problems += _below(str(name), e)
-        if problems:
-            raise _Problems(problems)
-        return slices
-
-    @staticmethod
-    def _slice(name: object, given: object) -> Slice:
-        if not isinstance(name, str):
-            raise _Problem(f"a slice's name must be text, not {_shown(name)}; quote it")
-        if isinstance(given, Mapping):
-            built: Slice = _build(Slice, given)
-            return built
-        if _number(given) is not None:
-            return Slice(budget=MS.parse(given, name))
-        raise _Problem(
-            f"write the slice's budget in milliseconds, `{name}: 4200` or "
-            f"`{name}: {{budget: 4200, column: NAME}}`, not {_shown(given)}"
+def _share(value: object) -> float:
+    """'10%' (or a fraction from 0 to under 1) as the fraction."""
+    m = _PERCENT.match(value) if isinstance(value, str) else None
+    share = float(m.group(1)) / 100 if m else _number(value)
+    if isinstance(share, bool) or not isinstance(share, int | float):
+        raise PydanticCustomError("percentage", "write a percentage such as '10%'")
+    if m and (not 0 <= share < 1 or m.group(1).startswith("-")):
+        raise PydanticCustomError(
+            "percentage_range",
+            "write a percentage from 0% to under 100%, not {given}",
+            {"given": setting_pct(share)},
         )
-
-    def schema(self) -> dict[str, Any]:
-        short = MS.schema()
-        return {"type": "object", "additionalProperties": {"anyOf": [short, _model_schema(Slice)]}}
-
-
-Kind = Number | Share | Name | OneOf | Version | ListOf | Nullable | Section | Slices
-
-
-class _Problems(Exception):
-    """Every problem found in one mapping."""
-
-    def __init__(self, problems: list[_Problem]) -> None:
-        super().__init__(problems[0].words)
-        self.all = problems
+    if not 0 <= share < 1:
+        raise PydanticCustomError(
+            "fraction_range",
+            "write {value}% (with the % sign) or a fraction from 0 to under 1",
+            {"value": given(share) if isinstance(share, float) else share},
+        )
+    return float(share)
 
 
-def _below(name: str, error: _Problem | _Problems) -> list[_Problem]:
-    """The problems of one key's value, placed under the key."""
-    return [p.below(name) for p in (error.all if isinstance(error, _Problems) else [error])]
+def _version(value: object) -> object:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != 1:
+        raise PydanticCustomError("version", "must be 1 (the only version of the budget file)")
+    return 1
 
 
-def key(kind: Kind, description: str = "") -> dict[str, Any]:
-    """A dataclass field's metadata that makes it a budget key: its kind, its description."""
-    return {"kind": kind, "description": description}
+def _short_slice(value: object) -> object:
+    """`decode: 4200` means `decode: {budget: 4200}`."""
+    if isinstance(value, Mapping | Slice):
+        return value
+    number = _number(value)
+    if isinstance(number, int | float) and not isinstance(number, bool):
+        return {"budget": value}
+    raise PydanticCustomError("slice_form", "write the slice's budget in milliseconds")
 
 
-# The budget's model: frozen dataclasses whose fields are the keys, in the file's order.
+_Quoted = BeforeValidator(_number)
+_Finite = {"strict": True, "allow_inf_nan": False}
+Ms = Annotated[float, Field(gt=0, le=MAX_MS, **_Finite), _Quoted]  # at most a day
+_ShareInput = Union[  # noqa: UP007 (a runtime type expression on Python 3.10)
+    Annotated[float, Field(ge=0, lt=1)], Annotated[str, Field(pattern=_PERCENT_SCHEMA)]
+]
+Share = Annotated[float, BeforeValidator(_share, json_schema_input_type=_ShareInput)]
+Name = Annotated[str, Field(min_length=1, max_length=100)]  # a slice's or a class's
 
-MS = Number(above=0, most=MAX_MS)  # at most a day
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-@dataclass(frozen=True)
-class Slice:
+class Slice(_Section):
     """One slice of the budget, long form. The short form `decode: 4200` means `budget: 4200`."""
 
-    budget: float = field(metadata=key(MS, "milliseconds this slice may take at `percentile`"))
-    column: str | None = field(
-        default=None,
-        metadata=key(
-            Nullable(Name()), "input column holding this slice (default: the slice's name)"
-        ),
-    )
-    unit: Unit | None = field(
-        default=None,
-        metadata=key(
-            Nullable(OneOf(UNITS)), "unit of `column` (default: from its suffix, else ms)"
-        ),
-    )
+    budget: Ms = Field(description="milliseconds this slice may take at `percentile`")
+    column: str | None = Field(default=None, description="input column (default: the name)")
+    unit: Unit | None = Field(default=None, description="`column`'s unit (default: suffix, or ms)")
 
 
-@dataclass(frozen=True)
-class Slo:
+_SliceInput = Union[Ms, Slice]  # noqa: UP007 (as _ShareInput)
+Slices = dict[
+    Name, Annotated[Slice, BeforeValidator(_short_slice, json_schema_input_type=_SliceInput)]
+]
+
+
+class Slo(_Section):
     """The SLO's targets, each in milliseconds at `percentile`."""
 
-    ttft: float | None = field(default=None, metadata=key(Nullable(MS), "time to first token, ms"))
-    total: float | None = field(default=None, metadata=key(Nullable(MS), "end to end, ms"))
-    itl: float | None = field(
-        default=None, metadata=key(Nullable(MS), "inter-token latency per token, ms")
-    )
-    tpot: float | None = field(
-        default=None, metadata=key(Nullable(MS), "time per output token per request, ms")
-    )
+    ttft: Ms | None = Field(default=None, description="time to first token, ms")
+    total: Ms | None = Field(default=None, description="end to end, ms")
+    itl: Ms | None = Field(default=None, description="inter-token latency per token, ms")
+    tpot: Ms | None = Field(default=None, description="time per output token per request, ms")
 
     def targets(self) -> dict[str, float]:
-        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+        return {k: v for k in type(self).model_fields if (v := getattr(self, k)) is not None}
 
 
-@dataclass(frozen=True)
-class Regression:
+class Regression(_Section):
     """When a change counts as a regression."""
 
-    min_change: float = field(
-        default=0.05, metadata=key(Share("5%"), "a smaller relative change never counts ('5%')")
+    min_change: Share = Field(default=0.05, description="a smaller relative change never counts")
+    min_ms: Annotated[float, Field(ge=0, le=MAX_MS, **_Finite), _Quoted] = Field(
+        default=5.0, description="nor a smaller absolute one, ms"
     )
-    min_ms: float = field(
-        default=5.0,
-        metadata=key(Number(least=0, most=MAX_MS), "nor a smaller absolute one, ms"),
-    )
-    confidence: float = field(
-        default=0.95, metadata=key(Number(example="0.95", above=0.5, below=1, ms=False))
-    )
-    metrics: list[str] | None = field(
+    confidence: Annotated[float, Field(gt=0.5, lt=1, **_Finite), _Quoted] = 0.95
+    metrics: list[str] | None = Field(
         default=None,
-        metadata=key(
-            Nullable(ListOf(Name(), "[ttft, decode]")),
-            "the rows whose regression may fail the gate: SLO metrics ("
-            + ", ".join(METRICS)
-            + ") and slices (default: every SLO metric with a target and every slice with a "
-            "budget; the other rows are information)",
-        ),
+        description="the rows whose regression may fail the gate: SLO metrics ("
+        + ", ".join(METRICS)
+        + ") and slices (default: every SLO metric with a target and every slice with a "
+        "budget; the other rows are information)",
     )
 
 
-@dataclass(frozen=True)
-class Budget:
+class TrafficClass(_Section):
+    """One class of traffic, the scenario of that name: each section it gives replaces the top
+    level's whole; what it leaves out is the top level's."""
+
+    slo: Slo | None = Field(default=None, description="in place of the top level's `slo`")
+    slices: Slices | None = Field(default=None, description="in place of the top level's")
+    first_token_after: str | None = Field(default=None, description="in place of the top's")
+
+
+class Budget(_Section):
     """budgetdiff's budget file (`budget.yml`)."""
 
-    version: int = field(default=1, metadata=key(Version()))
+    version: Annotated[Literal[1], BeforeValidator(_version)] = 1
     # p1 to p99.99: beyond them 100 - p (or p) is lost to rounding and no interval exists
-    percentile: float = field(
-        default=95,
-        metadata=key(
-            Number(example="95", least=1, most=99.99, ms=False),
-            "budgets and SLOs are stated at this percentile",
-        ),
+    percentile: Annotated[float, Field(ge=1, le=99.99, **_Finite), _Quoted] = Field(
+        default=95, description="budgets and SLOs are stated at this percentile"
     )
-    slo: Slo = field(default_factory=Slo, metadata=key(Section(Slo)))
-    slices: dict[str, Slice] = field(
+    slo: Slo = Field(default_factory=Slo)
+    slices: Slices = Field(
         default_factory=dict,
-        metadata=key(
-            Slices(),
-            "in the order a request crosses them: `name: ms` or `name: {budget: ms, ...}`",
-        ),
+        description="in the order a request crosses them: `name: ms` or `name: {budget: ms, ...}`",
     )
-    first_token_after: str | None = field(
-        default=None,
-        metadata=key(Nullable(Name()), "TTFT = the slices up to and including this one"),
+    first_token_after: str | None = Field(
+        default=None, description="TTFT = the slices up to and including this one"
     )
-    headroom: float = field(
-        default=0.10, metadata=key(Share("10%"), "flag an SLO metric with less than this")
+    headroom: Share = Field(default=0.10, description="flag an SLO metric with less than this")
+    regression: Regression = Field(default_factory=Regression)
+    fail_on: list[FailKind] = Field(
+        default_factory=lambda: list(_DEFAULT_FAIL_ON), description="what fails the check"
     )
-    regression: Regression = field(default_factory=Regression, metadata=key(Section(Regression)))
-    fail_on: list[FailKind] = field(
-        default_factory=lambda: ["breach", "regression"],
-        metadata=key(ListOf(OneOf(FAIL_KINDS), "[breach, regression]"), "what fails the check"),
+    classes: dict[Name, TrafficClass] = Field(
+        default_factory=dict,
+        description="classes of traffic (scenarios) held to their own `slo`, `slices` and "
+        "`first_token_after`: `chat: {slo: {ttft: 1000}}`",
     )
+
+    @model_validator(mode="after")
+    def _check_across_keys(self) -> Budget:
+        problems = list(_across_keys(self))
+        if problems:
+            words = "; ".join(f"{'.'.join(at)}: {what}" for at, what in problems)
+            raise PydanticCustomError("across_keys", "{words}", {"words": words, "all": problems})
+        return self
+
+    def for_scenario(self, name: str | None) -> Budget:
+        """The budget scenario `name` is held to: the sections its class gives in place of the
+        top level's (`first_token_after: null` too), or the top level when no class has its
+        name. It has no classes of its own."""
+        chosen = self.classes.get(name) if name is not None else None
+        gives = {k: getattr(chosen, k) for k in chosen.model_fields_set} if chosen else {}
+        update = {k: v for k, v in gives.items() if v is not None or k == "first_token_after"}
+        # model_copy does not validate: these sections were checked together with the classes
+        return self.model_copy(update={"classes": {}, **update}) if self.classes else self
+
+    @property
+    def all_slices(self) -> dict[str, Slice]:
+        """Every slice the budget names, at the top level or in a class: what a table is read
+        for (one table holds every class; a slice reads the same column in each)."""
+        every = dict(self.slices)
+        for c in self.classes.values():
+            for name, s in (c.slices or {}).items():
+                every.setdefault(name, s)
+        return every
 
     def gated(self, kind: str, name: str) -> bool:
         """May a regression of this row fail the gate? What `regression.metrics` names, else
@@ -441,10 +227,7 @@ class Budget:
         names = list(self.slices)
         last = self.first_token_after
         if last is None:
-            for candidate in ("first_token", "prefill"):
-                if candidate in names:
-                    last = candidate
-                    break
+            last = next((c for c in ("first_token", "prefill") if c in names), None)
         return names[: names.index(last) + 1] if last is not None else []
 
     def slice_budget(self, name: str) -> float | None:
@@ -452,244 +235,102 @@ class Budget:
         return s.budget if s else None
 
 
-def budget_keys(model: type[Any] = Budget) -> list[str]:
+def budget_keys(model: type[BaseModel] = Budget) -> list[str]:
     """The keys a section of the budget file takes, in order."""
-    return [f.name for f in fields(model)]
+    return list(model.model_fields)
 
 
-def _build(model: type[Any], data: Mapping[Any, Any]) -> Any:
-    """`model` from the mapping a user wrote: every key checked by its kind, a missing key
-    given its default; every problem raised together, unknown keys first."""
-    known = {f.name: f for f in fields(model)}
-    problems = [
-        _Problem("unknown key", (str(name),), allowed=tuple(known))
-        for name in data
-        if name not in known
-    ]
-    values = {}
-    for name, f in known.items():
-        if name not in data:
-            if f.default is MISSING and f.default_factory is MISSING:
-                write = "; write `budget: MS`" if name == "budget" else ""
-                problems.append(_Problem(f"required here{write}", (name,)))
-            continue
-        try:
-            values[name] = f.metadata["kind"].parse(data[name], name)
-        except (_Problem, _Problems) as e:
-            problems += _below(name, e)
-    if problems:
-        raise _Problems(problems)
-    return model(**values)
+# ---- checks across keys ----------------------------------------------------------------------
 
 
-def _hint(word: str, keys: list[str]) -> str:
-    return _did_you_mean(word, keys) or f"; the keys here are {', '.join(keys)}"
+def _across_keys(budget: Budget) -> Iterator[tuple[Loc, str]]:
+    """What each key, right on its own, gets wrong about another."""
+    yield from _first_token(budget, ("first_token_after",))
+    every = budget.all_slices
+    for name, c in budget.classes.items():
+        own = "first_token_after" in c.model_fields_set
+        if own or c.slices is not None:
+            at = ("classes", name, "first_token_after" if own else "slices")
+            yield from _first_token(budget.for_scenario(name), at, inherited=not own)
+        for s, its in (c.slices or {}).items():
+            if (its.column or s, its.unit) != (every[s].column or s, every[s].unit):
+                yield ("classes", name, "slices", s), _ONE_COLUMN
+    slices = list(every or KNOWN_SLICES)
+    known = [*METRICS, *slices, UNATTRIBUTED]
+    for i, row in enumerate(budget.regression.metrics or ()):
+        if row not in known:
+            rows = f"SLO metrics ({', '.join(METRICS)}) or slices ({', '.join(slices)})"
+            yield (
+                ("regression", "metrics", str(i)),
+                (f"{row!r} is not a row of the report: name {rows}{did_you_mean(row, known)}"),
+            )
 
 
-def _model_schema(model: type[Any]) -> dict[str, Any]:
-    properties = {}
-    for f in fields(model):
-        node = f.metadata["kind"].schema()
-        if f.metadata["description"]:
-            node["description"] = f.metadata["description"]
-        if f.default is not MISSING:
-            node["default"] = f.default
-        elif f.default_factory is not MISSING and not isinstance(f.metadata["kind"], Section):
-            node["default"] = f.default_factory()
-        properties[f.name] = node
-    required = [
-        f.name for f in fields(model) if f.default is MISSING and f.default_factory is MISSING
-    ]
-    schema: dict[str, Any] = {"type": "object", "additionalProperties": False}
-    schema["description"] = (model.__doc__ or "").strip()
-    schema["properties"] = properties
-    if required:
-        schema["required"] = required
-    return schema
+_ONE_COLUMN = (
+    "reads another column or unit than the same slice elsewhere in the budget; one table holds "
+    "every class: give a slice one column and unit"
+)
+
+
+def _first_token(budget: Budget, at: Loc, inherited: bool = False) -> Iterator[tuple[Loc, str]]:
+    first, names = budget.first_token_after, ", ".join(budget.slices) or "none"
+    if first is not None and first not in budget.slices:
+        whose = "the top level's first_token_after " if inherited else ""
+        yield at, f"{whose}{first!r} is not one of the slices ({names})"
+
+
+def did_you_mean(word: str, choices: list[str]) -> str:
+    """`; did you mean `X`?` for the choice closest to `word`, if one is close."""
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+# ---- the JSON Schema -------------------------------------------------------------------------
+
+
+class _Schema(GenerateJsonSchema):
+    """Every number may also be written in quotes; no titles made up from the key names."""
+
+    def float_schema(self, schema: core_schema.FloatSchema) -> dict[str, Any]:
+        quoted = {"type": "string", "pattern": _QUOTED_NUMBER}
+        return {"anyOf": [super().float_schema(schema), quoted]}
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
 
 
 def json_schema() -> dict[str, Any]:
-    schema = {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "budgetdiff budget file",
-        **_model_schema(Budget),
-    }
-    return schema
+    schema = Budget.model_json_schema(schema_generator=_Schema)
+    schema["title"] = "budgetdiff budget file"
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 
 
-def _cross_checks(budget: Budget) -> None:
-    """The checks across keys, once every key is right on its own."""
-    from budgetdiff.table import KNOWN_SLICES, UNATTRIBUTED
-
-    first = budget.first_token_after
-    if first is not None and first not in budget.slices:
-        raise _Problem(
-            f"{first!r} is not one of the slices ({', '.join(budget.slices) or 'none'})",
-            ("first_token_after",),
-        )
-    slices = list(budget.slices or KNOWN_SLICES)
-    known = [*METRICS, *slices, UNATTRIBUTED]
-    for name in budget.regression.metrics or ():
-        if name not in known:
-            raise _Problem(
-                f"{name!r} is not a row of the report: name SLO metrics ({', '.join(METRICS)}) "
-                f"or slices ({', '.join(slices)}){_did_you_mean(name, known)}",
-                ("regression", "metrics"),
-            )
+# ---- loading ---------------------------------------------------------------------------------
 
 
 def parse_budget(text: str, source: str) -> Budget:
     """Parse YAML text into a Budget; every problem becomes one line `source:line: key: what`."""
-    data, root = _load_yaml(text, source)
+    data, lines = read_yaml(text, source)
     if data is None:
         raise BudgetError(
             f"{source}: the budget file is empty; run `budgetdiff schema` to see keys"
         )
-    return validate_budget(data, source, root)
+    return validate_budget(data, source, lines)
 
 
-def validate_budget(data: object, source: str, root: Any = None) -> Budget:
-    """A Budget from parsed data (YAML's, or a dict from Python); `root`, the YAML node tree,
-    gives each problem its line."""
+def validate_budget(data: object, source: str, lines: Mapping[Loc, int] | None = None) -> Budget:
+    """A Budget from parsed data (YAML's, or a dict from Python). A BudgetError names every
+    problem, one line each, in the file's order; `lines` (each key's line) places them."""
     if not isinstance(data, Mapping):
         raise BudgetError(
             f"{source}: the budget must be a mapping of keys, see `budgetdiff schema`"
         )
     try:
-        budget: Budget = _build(Budget, data)
-        _cross_checks(budget)
-    except (_Problem, _Problems) as e:
-        problems = e.all if isinstance(e, _Problems) else [e]
-        # an unknown key first: it often explains the rest (`budgt:` -> `budget` is missing)
-        first = sorted(problems, key=lambda p: not p.unknown)[0]
-        line = _line_of(root, list(first.at))
-        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
-        where = f"{source}:{line}" if line else source
-        raise BudgetError(f"{where}: {'.'.join(first.at)}: {first.message}{more}") from None
-    return budget
+        return Budget.model_validate(data)
+    except ValidationError as e:
+        from budgetdiff.budget_problems import problem_lines  # a budget with problems only
 
-
-# A budget is a few keys two or three levels deep; anything far past that is not a budget, and
-# PyYAML's composer recurses once per level (10,000 levels would be a RecursionError).
-MAX_BUDGET_DEPTH = 20
-MAX_BUDGET_BYTES = 1 << 20
-# Digits of the longest integer literal read: Python refuses to parse more than 4,300, and no
-# budget value needs more than a few.
-MAX_INT_DIGITS = 30
-
-
-def _load_yaml(text: str, source: str) -> tuple[object, Any]:
-    """The document and its node tree, loaded safely: no Python objects, a bounded size and
-    depth, no key given twice (YAML would keep the last silently), no booleans (`ttft: true`
-    would be 1 ms) and no integer too long to convert."""
-    import yaml
-
-    if len(text) > MAX_BUDGET_BYTES:
-        raise BudgetError(
-            f"{source}: {count(len(text))} characters is not a budget file; keep it "
-            f"under {count(MAX_BUDGET_BYTES)}"
-        )
-    # libyaml when PyYAML has it: ten times faster on a budget of 10,000 slices
-    safe: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    try:
-        _check_depth(text, source, safe)
-        loader = _strict_loader(safe, source)(text)
-        try:
-            root = loader.get_single_node()
-            data = loader.construct_document(root) if root is not None else None
-        finally:
-            loader.dispose()
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise BudgetError(f"{source}{where}: not valid YAML ({problem})") from None
-    return data, root
-
-
-def _check_depth(text: str, source: str, loader: Any) -> None:
-    """Refuse a document nested deeper than MAX_BUDGET_DEPTH, from its tokens, before the
-    composer recurses into it."""
-    import yaml
-
-    opening = (
-        yaml.BlockMappingStartToken
-        | yaml.BlockSequenceStartToken
-        | yaml.FlowMappingStartToken
-        | yaml.FlowSequenceStartToken
-    )
-    closing = yaml.BlockEndToken | yaml.FlowMappingEndToken | yaml.FlowSequenceEndToken
-    depth = 0
-    for token in yaml.scan(text, Loader=loader):
-        if isinstance(token, opening):
-            depth += 1
-            if depth > MAX_BUDGET_DEPTH:
-                raise BudgetError(
-                    f"{source}:{token.start_mark.line + 1}: nested more than "
-                    f"{MAX_BUDGET_DEPTH} levels deep; a budget is a few keys, see "
-                    "`budgetdiff schema`"
-                )
-        elif isinstance(token, closing):
-            depth -= 1
-
-
-def _strict_loader(safe: Any, source: str) -> Any:
-    """A loader class on `safe` that refuses a key given twice, a boolean and an integer too
-    long to convert, each with the line it is on."""
-    import yaml
-
-    def fail(node: Any, what: str) -> BudgetError:
-        return BudgetError(f"{source}:{node.start_mark.line + 1}: {what}")
-
-    class Loader(safe):  # type: ignore[misc]
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            seen: set[str] = set()
-            for key, _ in node.value:
-                if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:merge":
-                    if key.value in seen:
-                        raise fail(key, f"key {key.value!r} is given twice; keep one")
-                    seen.add(key.value)
-            return super().construct_mapping(node, deep)
-
-        def construct_yaml_bool(self, node: Any) -> Any:
-            raise fail(
-                node,
-                f"`{node.value}` reads as a boolean (true/false), which no budget key takes; "
-                "write a number, or quote it as text",
-            )
-
-        def construct_yaml_int(self, node: Any) -> Any:
-            if sum(c.isdigit() for c in node.value) > MAX_INT_DIGITS:
-                raise fail(
-                    node, f"an integer of {count(len(node.value))} digits; write a plain number"
-                )
-            return super().construct_yaml_int(node)
-
-    Loader.add_constructor("tag:yaml.org,2002:bool", Loader.construct_yaml_bool)
-    Loader.add_constructor("tag:yaml.org,2002:int", Loader.construct_yaml_int)
-    return Loader
-
-
-def _line_of(node: Any, loc: list[str]) -> int | None:
-    """The 1-based line of the YAML node at `loc`, as far down as it exists."""
-    import yaml
-
-    line = None
-    for part in loc:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if str(key.value) == part:
-                    line = key.start_mark.line + 1
-                    node = value
-                    break
-            else:
-                return line
-        elif isinstance(node, yaml.SequenceNode) and part.isdigit() and int(part) < len(node.value):
-            node = node.value[int(part)]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
+        raise BudgetError("\n".join(problem_lines(e, data, source, lines or {}))) from None
 
 
 def load_budget(path: Path) -> Budget:

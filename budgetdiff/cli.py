@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO, TypeVar
 
 from budgetdiff import __version__
-from budgetdiff.errors import BUG_EXIT_CODE, BudgetdiffError, UsageError, bug_message
+from budgetdiff.errors import BUG_EXIT_CODE, BudgetdiffError, BudgetError, UsageError, bug_message
 from budgetdiff.formats.registry import names as format_names
 from budgetdiff.render.text import one_line
 
@@ -129,7 +129,8 @@ def main(
             warnings.simplefilter("ignore", RuntimeWarning)
             return int(args.run(args, Edge(environ=env, out=sys.stdout, github=github)))
     except BudgetdiffError as e:
-        print(f"budgetdiff: error: {one_line(str(e))}", file=sys.stderr)
+        for line in str(e).split("\n") if isinstance(e, BudgetError) else [str(e)]:
+            print(f"budgetdiff: error: {one_line(line)}", file=sys.stderr)  # a budget's: each
         return e.exit_code
     except Exception as e:  # not hidden: a bug, told apart from a verdict and from bad input
         print(f"budgetdiff: error: {one_line(bug_message(e))}", file=sys.stderr)

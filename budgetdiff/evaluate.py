@@ -12,10 +12,11 @@ are the same steps for the commands and the page that are not a Report.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from budgetdiff import rebudget, rows, sources, whatif
+from budgetdiff.budget import did_you_mean
 from budgetdiff.errors import InputError, UsageError
 from budgetdiff.formats import ReadOptions, detect
 from budgetdiff.formats.combine import combine
@@ -44,12 +45,13 @@ class Side(NamedTuple):
 
 
 def read_options(budget: Budget) -> ReadOptions:
-    """What the budget tells a reader: the slices it wants and where their columns are."""
+    """What the budget tells a reader: the slices it wants (in every class of traffic) and
+    where their columns are."""
     return ReadOptions(
-        slices=tuple(s for s in budget.slices if s != UNATTRIBUTED),  # computed, not read
+        slices=tuple(s for s in budget.all_slices if s != UNATTRIBUTED),  # computed, not read
         columns={
             n: (s.column or n, s.unit)
-            for n, s in budget.slices.items()
+            for n, s in budget.all_slices.items()
             if s.column is not None or s.unit is not None
         },
         percentile=budget.percentile,
@@ -112,11 +114,14 @@ def evaluate(
     pairs, base_only = pair_runs(base, head, no_base)
     scenarios: list[Scenario] = []
     for p in pairs:
-        c = compare_pair(p, budget)
-        trends = _trends(history, c, budget)
+        held_to = budget.for_scenario(p.head.scenario)  # its class's SLO and slices, if any
+        c = compare_pair(p, held_to)
+        if not scenarios and budget.classes:  # said once, with the first
+            c = replace(c, notes=(*c.notes, *_unmatched_classes(budget, head)))
+        trends = _trends(history, c, held_to)
         findings, verdict = judge(
             c,
-            budget,
+            held_to,
             fail_on,
             no_base=p.missing,
             base_only=base_only if not scenarios else [],  # said once, with the first
@@ -127,6 +132,21 @@ def evaluate(
         scenarios.append(Scenario(c, tuple(findings), verdict, trends))
     mode = "compare" if base is not None or no_base is not None else "check"
     return Report(id=report_id, mode=mode, scenarios=tuple(scenarios), accepted=accepted)
+
+
+def _unmatched_classes(budget: Budget, head: list[Run]) -> list[str]:
+    """A class that names no scenario of head holds nothing: said, as a typo would be silent."""
+    names = [r.scenario for r in head if r.scenario is not None]
+    unmatched = [c for c in budget.classes if c not in names]
+    if not unmatched:
+        return []
+    which = "class " if len(unmatched) == 1 else "classes "
+    match = " matches" if len(unmatched) == 1 else " match"
+    return [
+        f"the budget's {which}{', '.join(map(repr, unmatched))}{match} no scenario (the data "
+        f"has: {', '.join(names) or 'one, unnamed'}){did_you_mean(unmatched[0], names)}; a "
+        "class holds the scenario of its name, the others are held to the top level"
+    ]
 
 
 def pair_runs(

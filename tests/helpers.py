@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -78,3 +79,14 @@ def budget_file(tmp_path: Path, text: str = BUDGET, name: str = "budget.yml") ->
     path = tmp_path / name
     path.write_text(text)
     return path
+
+
+# A wrong budget the documentation shows with the errors it gives: a yaml block, then a text
+# block of `budgetdiff: error:` lines (docs/budget.md). The docs test runs it; the schema test,
+# which holds every other budget in the docs to be valid, leaves it out.
+SHOWN_WITH_ERRORS = re.compile(r"```yaml\n(.*?)```\n\n```text\n(budgetdiff: error: .*?)```", re.S)
+
+
+def budgets_shown_with_errors(markdown: str) -> list[tuple[str, list[str]]]:
+    """Each wrong budget in `markdown` and the error lines shown under it."""
+    return [(yml, said.splitlines()) for yml, said in SHOWN_WITH_ERRORS.findall(markdown)]

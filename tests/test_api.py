@@ -3,7 +3,6 @@ Report's renderings, budgetdiff.testing, the documented example, and pandas kept
 
 from __future__ import annotations
 
-import dataclasses
 import doctest
 import importlib
 import importlib.util
@@ -96,7 +95,7 @@ def test_tables_in_memory_give_the_report_of_the_files(kind: str) -> None:
 def test_the_budget_as_a_file_yaml_text_a_dict_or_a_budget() -> None:
     text = DEMO_BUDGET.read_text(encoding="utf-8")
     parsed = parse_budget(text, "x")
-    as_dict = dataclasses.asdict(parsed)
+    as_dict = parsed.model_dump()
     reports = [
         budgetdiff.check(HEAD, budget).to_dict()
         for budget in (DEMO_BUDGET, str(DEMO_BUDGET), text, as_dict, parsed)

@@ -15,6 +15,7 @@ import jsonschema
 import pytest
 
 from budgetdiff.budget import BudgetError, json_schema, validate_budget
+from tests.helpers import run, slices, write_table
 
 GOLDEN = Path(__file__).parent / "golden" / "budget-messages.txt"
 FULL: dict[str, Any] = {
@@ -78,7 +79,7 @@ def outcome(budget: dict[str, Any]) -> str:
     try:
         validate_budget(budget, "b.yml")
     except BudgetError as e:
-        return str(e)
+        return str(e).replace("\n", "\n    ")  # each problem on a line of its own
     return "accepted"
 
 
@@ -112,3 +113,44 @@ def test_the_schema_agrees_with_the_checks(name: str, budget: dict[str, Any], va
         assert valid, name
     elif not beyond_a_schema(value, message):
         assert not valid, message
+
+
+# Four mistakes on four lines (and two right keys between them): each is named, with its line.
+FOUR_MISTAKES = """\
+version: 1
+percentile: 101
+slo:
+  ttft: fast
+  totl: 6000
+slices:
+  queue: 250
+  decode: -5
+"""
+
+
+def test_every_problem_of_a_budget_is_a_line_of_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head = write_table(tmp_path / "head.csv", slices(2, n=100))
+    budget = tmp_path / "budget.yml"
+    budget.write_text(FOUR_MISTAKES)
+    code, out, err = run(["check", "--head", str(head), "--budget", str(budget)], capsys)
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        f"budgetdiff: error: {budget}:2: percentile: must be at most 99.99, not 101",
+        f"budgetdiff: error: {budget}:4: slo.ttft: must be a number of milliseconds, "
+        "e.g. `ttft: 4200`, not 'fast'",
+        f"budgetdiff: error: {budget}:5: slo.totl: unknown key; did you mean `total`?",
+        f"budgetdiff: error: {budget}:8: slices.decode: must be more than 0 ms, not -5",
+    ]
+
+
+def test_a_budget_from_python_names_every_problem_without_lines() -> None:
+    with pytest.raises(BudgetError) as e:
+        validate_budget({"slo": {"ttft": 0}, "headroom": "150%", "fail_on": ["breech"]}, "b")
+    assert str(e.value).split("\n") == [
+        "b: slo.ttft: must be more than 0 ms, not 0",
+        "b: headroom: write a percentage from 0% to under 100%, not 150%",
+        "b: fail_on.0: 'breech' is not one of breach, regression, low_headroom, over_budget, "
+        "overallocated, no_base, unmeasured, drift; did you mean `breach`?",
+    ]

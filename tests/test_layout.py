@@ -18,7 +18,7 @@ ROOT = Path(__file__).parent.parent / "budgetdiff"
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("errors", "numbers", "units", "table", "stats", "changepoint")),
     ("read", ("formats", "sources")),
-    ("budget", ("budget", "budget_file")),
+    ("budget", ("budget", "budget_file", "budget_problems")),
     ("results", ("results",)),
     ("compute", ("prepare", "attribution", "whatif", "rebudget", "rows", "compare", "aggregate",
                  "history")),

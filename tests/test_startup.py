@@ -29,18 +29,14 @@ except SystemExit as e:
     code = e.code
 print(code, sorted(sys.modules), file=sys.stderr)
 """
-# Not imported by a compare of local files: numpy.ma (np.unique / np.percentile), a package's
-# metadata (importlib.metadata, email), git's subprocess, tempfile, pandas through pyarrow,
-# pydantic (the budget is checked by budgetdiff.budget itself), statistics (stats carries
-# NormalDist's two functions), numpy.typing (the array aliases are numpy's ndarray written out)
-# and traceback (only a bug's message uses it).
-METADATA = ("importlib.metadata", "email")
+# Not imported by a compare of local files: numpy.ma (np.unique / np.percentile), git's
+# subprocess, pandas through pyarrow, statistics (stats carries NormalDist's two functions),
+# numpy.typing (the array aliases are numpy's ndarray written out) and traceback (only a bug's
+# message uses it). (A package's metadata, importlib.metadata with email and tempfile, is
+# pydantic's: its plugin loader imports it with the budget's models.)
 UNNEEDED = (
     "numpy.ma",
-    *METADATA,
-    "pydantic",
     "subprocess",
-    "tempfile",
     "pandas",
     "tabulate",
     "statistics",

@@ -27,7 +27,14 @@ def run(o: RunOptions, edge: Edge) -> int:
         raise UsageError(f"{o.budget}: has no `slices:` to re-split; add them first")
     reading = Reading(budget=budget, environ=edge.environ, fmt=o.format, scenarios=o.scenario)
     c = rebudget_for(reading.side(o.head, o.head_ref).runs, budget, source=o.head[0])
-    edge.out.write(proposal_text(c, budget, width(edge.environ, edge.out)))
+    if o.write and c.name in budget.classes:
+        raise UsageError(
+            f"{o.budget}: the proposal is for class {plain(c.name)!r}, whose slices --write "
+            "does not update (it writes the top level's); run without --write and copy the "
+            "proposal into the class's `slices:`"
+        )
+    held_to = budget.for_scenario(c.name)  # a class's own slices
+    edge.out.write(proposal_text(c, held_to, width(edge.environ, edge.out)))
     proposal = c.rebudget
     assert proposal is not None  # rebudget_for says why when there is none
     if o.write:

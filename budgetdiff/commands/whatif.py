@@ -169,6 +169,8 @@ def _recompute(o: WhatifOptions, budget: Budget, env: Mapping[str, str], say: Sa
     changes = _changes(o)
     reading = Reading(budget=budget, environ=env, fmt=o.format, scenarios=o.scenario)
     head = reading.side(o.head, o.head_ref).runs
+    if len(head) == 1:  # (what_if refuses more) a class of traffic is held to its own SLO
+        budget = budget.for_scenario(head[0].scenario)
     result = what_if(head, budget, changes, source=o.head[0])
     said = ", ".join(
         f"{plain(n)}"
