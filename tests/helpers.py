@@ -84,7 +84,9 @@ def budget_file(tmp_path: Path, text: str = BUDGET, name: str = "budget.yml") ->
 # A wrong budget the documentation shows with the errors it gives: a yaml block, then a text
 # block of `budgetdiff: error:` lines (docs/budget.md). The docs test runs it; the schema test,
 # which holds every other budget in the docs to be valid, leaves it out.
-SHOWN_WITH_ERRORS = re.compile(r"```yaml\n(.*?)```\n\n```text\n(budgetdiff: error: .*?)```", re.S)
+SHOWN_WITH_ERRORS = re.compile(
+    r"```yaml\n((?:(?!```).)*?)```\n\n```text\n(budgetdiff: error: .*?)```", re.S
+)
 
 
 def budgets_shown_with_errors(markdown: str) -> list[tuple[str, list[str]]]:
