@@ -234,7 +234,8 @@ def _moved_by(c: Comparison, budget: Budget) -> dict[str, set[str]]:
     """Which slices each SLO row is made of: a regression of the slice moves the row."""
     names = {r.name for r in c.slices}
     decode = {"decode"} if "decode" in names else names - set(budget.ttft_slices)
-    ttft = set(budget.ttft_slices) if budget.slices else set(_FIRST_TOKEN_SLICES)
+    early = set(_FIRST_TOKEN_SLICES)  # a known slice the budget leaves out: by its name
+    ttft = set(budget.ttft_slices) | (early - set(budget.slices)) if budget.slices else early
     return {
         "total": names,
         "ttft": ttft & names,

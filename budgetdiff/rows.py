@@ -144,6 +144,7 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
     fix_first = whatif.fix_first(head, budget, split.head_parts) if split.served else ()
     notes = [
         *_input_notes(base, head),
+        *_unbudgeted_notes(head, split, p),
         *_holm_notes(rows, changes, series, budget.regression),
         *_pairing_notes(pairs, split.method, p),
     ]
@@ -456,6 +457,20 @@ def _input_notes(base: Prepared | None, head: Prepared) -> list[str]:
             + f"): their time is counted as {UNATTRIBUTED!r}"
         )
     return notes
+
+
+def _unbudgeted_notes(head: Prepared, split: _Split, p: float) -> list[str]:
+    """The data's slices the budget leaves out: in the total, shown without a budget."""
+    if not head.unbudgeted:
+        return []
+    total = sum(split.head_ms.values())
+    share = sum(split.head_ms.get(s, 0.0) for s in head.unbudgeted)
+    at = numbers.percentile(p)
+    part = f" ({pct(100 * share / total)} of the {at} end to end)" if total else ""
+    return [
+        f"the budget leaves out {', '.join(head.unbudgeted)}{part}: counted in the end to end "
+        "and TTFT, shown as slices without a budget; add them to the budget to hold them"
+    ]
 
 
 def _holm_notes(
