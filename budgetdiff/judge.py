@@ -192,8 +192,9 @@ def _inconclusive(c: Comparison, p: str) -> list[_Raw]:
         return []
     need = max((r.needed or 0) for r in rows)
     names = ", ".join(r.label for r in rows)
+    side = " per side" if c.base is not None else f" (head has {count(c.head.requests or 0)})"
     why = (
-        f"too few requests for an interval at {p}: needs at least {need} per side"
+        f"too few requests for an interval at {p}: needs at least {count(need)}{side}"
         if need
         else "no per-request data for an interval"
     )

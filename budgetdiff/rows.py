@@ -8,6 +8,7 @@ one path for every row; `aggregate` builds its rows with them too.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -323,6 +324,8 @@ def _row(
     s: _Series, *, change: stats.Change | None, verdict: str | None, split: _Split, budget: Budget
 ) -> Row:
     p = budget.percentile
+    if change is None and s.base is None and s.head is not None:  # check: head alone
+        change, verdict = _too_few_alone(s.head, p, budget.regression.confidence)
     head_ms = change.head if change else _at(s.head, p)
     part = split.head_ms.get(s.name) if s.kind == "slice" else None
     held = part if part is not None else head_ms  # a slice's budget holds its part of the total
@@ -331,9 +334,9 @@ def _row(
         name=s.name,
         kind=s.kind,
         target_ms=s.target_ms,
-        base_ms=change.base if change else _at(s.base, p),
+        base_ms=change.base if change and s.base is not None else _at(s.base, p),
         head_ms=head_ms,
-        delta_ms=change.delta if change else None,
+        delta_ms=change.delta if change and s.base is not None else None,
         delta_pct=change.delta_pct if change else None,
         ci_ms=change.ci if change else None,
         change=verdict,
@@ -357,6 +360,34 @@ def _row(
             else None
         ),
     )
+
+
+def _too_few_alone(
+    head: FloatArray, p: float, confidence: float
+) -> tuple[stats.Change | None, str | None]:
+    """Without a base, a percentile of fewer requests than an interval needs is `inconclusive`
+    with the count it needs, as in a compare: never a silent pass (None: enough requests)."""
+    need = stats.needed_for_interval(p, confidence)
+    if head.size >= need:
+        return None, None
+    value = stats.percentile(head, p)
+    note = (
+        f"too few requests for an interval at {numbers.percentile(p)}: {head.size} head, "
+        f"{need} needed"
+    )
+    change = stats.Change(
+        base=math.nan,
+        head=value,
+        delta=math.nan,
+        delta_pct=None,
+        ci=None,
+        p_value=None,
+        mde_pct=None,
+        needed=need,
+        paired=False,
+        note=note,
+    )
+    return change, "inconclusive"
 
 
 def _percentiles(
