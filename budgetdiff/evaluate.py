@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from budgetdiff import rebudget, rows, sources, whatif
+from budgetdiff import pairing, rebudget, rows, sources, whatif
 from budgetdiff.errors import InputError, UsageError
 from budgetdiff.formats import ReadOptions, detect
 from budgetdiff.formats.combine import combine
@@ -105,13 +105,15 @@ def evaluate(
     same_input: str | None = None,
     accepted: Acceptance | None = None,
     history: Loaded | None = None,
+    pair: bool | None = None,
 ) -> Report:
     """Pair the scenarios, compare and judge each: the Report every renderer reads. `base` None
-    is a check of head alone, unless `no_base` says why a compare has no base."""
+    is a check of head alone, unless `no_base` says why a compare has no base. `pair`: pair
+    requests by id where they agree on what they asked (None), always (True), never (False)."""
     pairs, base_only = pair_runs(base, head, no_base)
     scenarios: list[Scenario] = []
     for p in pairs:
-        c = compare_pair(p, budget)
+        c = compare_pair(p, budget, pair)
         trends = _trends(history, c, budget)
         findings, verdict = judge(
             c,
@@ -150,13 +152,17 @@ def pair_runs(
     return pairs, [r.scenario or "default" for r in base_only]
 
 
-def compare_pair(pair: Pair, budget: Budget) -> Comparison:
-    """The rows of one pair: request by request when both sides hold one row per request, else
-    from what the files hold (percentiles, histograms, means)."""
+def compare_pair(pair: Pair, budget: Budget, by_id: bool | None = None) -> Comparison:
+    """The rows of one pair: request by request when both sides hold one row per request (the
+    requests both ran, paired by id where that is proven: see `pairing`), else from what the
+    files hold (percentiles, histograms, means)."""
     b, h = pair.base, pair.head
     if h.per_request and (b is None or b.per_request):
-        base = prepare(b, budget) if b is not None else None
-        return rows.compare(base, prepare(h, budget), budget)
+        if b is None:
+            return rows.compare(None, prepare(h, budget), budget)
+        m = pairing.match(b, h, by_id)
+        base, head = prepare(m.base, budget), prepare(m.head, budget)
+        return rows.compare(base, head, budget, pair=m.paired, notes=m.notes)
     from budgetdiff.aggregate import compare_aggregate  # only for aggregate inputs (start-up)
 
     def side(r: Run) -> Run | Prepared:

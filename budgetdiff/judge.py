@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from budgetdiff.budget import Budget
 from budgetdiff.numbers import count, interval, ms, p_value, pct, percentile, setting_pct, signed_ms
+from budgetdiff.prepare import UNATTRIBUTED_MIN_MS, UNATTRIBUTED_MIN_SHARE
 from budgetdiff.rows import Comparison, Row
 from budgetdiff.stats import normal_quantile
+from budgetdiff.table import UNATTRIBUTED
 
 if TYPE_CHECKING:
     from budgetdiff.history import History, Trend
@@ -104,6 +106,7 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
     out += _overallocated(budget)
     out += _slo_status(c, p)
     out += _over_budget(c, p)
+    out += _missing_slice(c, budget, p)
     out += _changes(c, budget, p)
     out += _inconclusive(c, p)
     counted = c.base is not None and c.base.requests and c.head.requests
@@ -165,6 +168,25 @@ def _over_budget(c: Comparison, p: str) -> list[_Raw]:
         message = f"{held}, over its {ms(r.target_ms)} budget ({pct(r.budget_use_pct, 0)} used)"
         out.append(_Raw("over_budget", r.name, message))
     return out
+
+
+def _missing_slice(c: Comparison, budget: Budget, p: str) -> list[_Raw]:
+    """Time in no slice (the total over the sum of the slices), its share of the total's p-th
+    percentile: a finding of its own, so no slice within its budget is blamed for it. It
+    informs only; `unattributed` fails where the budget gives it a budget (`over_budget`)."""
+    rest = next((r for r in c.slices if r.name == UNATTRIBUTED), None)
+    total = next((r.head_ms for r in c.slo if r.name == "total"), None)
+    if rest is None or UNATTRIBUTED in budget.slices or not total or rest.part_ms is None:
+        return []
+    share = 100 * rest.part_ms / total
+    if rest.part_ms < UNATTRIBUTED_MIN_MS or share < 100 * UNATTRIBUTED_MIN_SHARE:
+        return []  # rounding, or slices that overlap: no time is missing
+    message = (
+        f"{ms(rest.part_ms)} of the {p} end to end ({pct(share)}) is in no slice: the total is "
+        "over the sum of the slices; add the missing slice to the data, or give "
+        f"{UNATTRIBUTED!r} a budget"
+    )
+    return [_Raw("missing_slice", UNATTRIBUTED, message, None)]
 
 
 def _changes(c: Comparison, budget: Budget, p: str) -> list[_Raw]:

@@ -126,11 +126,20 @@ class Comparison:
     fix_first: tuple[whatif.FixFirst, ...] = ()  # each slice 10% faster, the best first
 
 
-def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison:
+def compare(
+    base: Prepared | None,
+    head: Prepared,
+    budget: Budget,
+    *,
+    pair: bool = True,
+    notes: Sequence[str] = (),
+) -> Comparison:
     """Base against head at the budget percentile (head alone without a base): pair the
-    requests, test every row, split the total into the slices, then word the headline."""
+    requests, test every row, split the total into the slices, then word the headline.
+    `pair` False: never pair by id (`pairing.match` found the ids prove nothing); `notes`:
+    what pairing said."""
     p = budget.percentile
-    pairs = _pairs(base, head) if base is not None else None
+    pairs = _pairs(base, head) if base is not None and pair else None
     split = _split(base, head, _common_slices(base, head), pairs, p)
     series = _series(base, head, split, pairs, budget)
     changes = _changes(series, budget)
@@ -143,10 +152,11 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
     ]
     slo_rows = tuple(r for r in rows if r.kind == "slo")
     fix_first = whatif.fix_first(head, budget, split.head_parts) if split.served else ()
-    notes = [
+    said = [
         *_input_notes(base, head),
         *_unbudgeted_notes(head, split, p),
         *_holm_notes(rows, changes, series, budget.regression),
+        *notes,
         *_pairing_notes(pairs, split.method, p),
     ]
     return Comparison(
@@ -161,7 +171,7 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
         feasibility=_feasibility(head, budget, slo_rows),
         not_comparable=tuple(_not_comparable(base, head)) if base is not None else (),
         paired=pairs is not None,
-        notes=tuple(notes),
+        notes=tuple(said),
         tpot_from=head.tpot_from,
         attribution=split.method,
         fix_first=fix_first,

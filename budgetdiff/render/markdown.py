@@ -24,6 +24,7 @@ from budgetdiff.render import cells
 from budgetdiff.render.chart import budget_chart
 from budgetdiff.render.text import md
 from budgetdiff.rows import Comparison, Row
+from budgetdiff.table import UNATTRIBUTED
 
 if TYPE_CHECKING:  # render reads the Report; report.py calls render
     from budgetdiff.report import Report, Scenario
@@ -42,6 +43,7 @@ KIND_WORDS = {
     "failure_rate": "more requests failed",
     "failures": "some requests failed",
     "not_comparable": "different workloads",
+    "missing_slice": "time in no slice",
     "inconclusive": "too few requests to tell",
     "infeasible": "SLO not reachable",
     "unmeasured": "a target not measured",
@@ -151,7 +153,7 @@ def headline(s: Scenario) -> str:
     else:
         change = (
             f"{signed_ms(row.delta_ms)} ({pct(row.delta_pct, 0, signed=True)})"
-            if row.change == "regression" and row.delta_ms is not None
+            if row.change == "regression" and row.delta_ms is not None and not _workloads(s)
             else ms(row.head_ms)
         )
         what = f"{_capital(md(row.label))} {p} {change}, {pct(row.headroom_pct)} headroom left"
@@ -185,19 +187,33 @@ def _cause(s: Scenario) -> str:
     regressed.sort(key=lambda r: -(r.tail_change_ms or r.delta_ms or 0.0))
     over = [r for r in c.slices if r.over_budget and r not in regressed]
     parts = ["no base results"] if any(f.kind == "no_base" for f in s.findings) else []
+    if _workloads(s):  # a change between different workloads is not the code's
+        parts.append("base and head ran different workloads")
+        regressed = []
+    missing = next((r for r in c.slices if r.name == UNATTRIBUTED), None)
+    if missing is not None and any(f.kind == "missing_slice" for f in s.findings):
+        parts.append(f"{ms(missing.part_ms)} of it in no slice")  # not a slice within budget
+        over = [r for r in over if (r.head_ms or 0.0) > (r.target_ms or 0.0)]
     if regressed:
         parts.append(f"{_names(regressed)} regressed")
     if over:
         parts.append(f"{_names(over)} over budget")
-    if not regressed and not over:
+    if not regressed and not over and not _workloads(s):
         slo = [r.label for r in c.slo if r.change == "regression"]
         if slo:
             parts.append(f"{', '.join(md(n) for n in slo)} regressed")
     if not regressed:  # what else was found, in words (the heading said the SLO already)
         said = {"low headroom", "over budget", "SLO breached", "regression", *parts}
+        said |= {"different workloads"} if _workloads(s) else set()
+        said |= {"time in no slice"} if missing is not None else set()
         kinds = [KIND_WORDS.get(f.kind, f.kind.replace("_", " ")) for f in s.findings]
         parts += [k for k in dict.fromkeys(kinds) if k not in said][:3]
     return ", ".join(parts)
+
+
+def _workloads(s: Scenario) -> bool:
+    """Base and head ran different workloads: a change is not named as the code's."""
+    return any(f.kind == "not_comparable" for f in s.findings)
 
 
 def _names(rows: list[Row]) -> str:
