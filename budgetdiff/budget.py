@@ -445,7 +445,8 @@ class Budget:
                 if candidate in names:
                     last = candidate
                     break
-        return names[: names.index(last) + 1] if last is not None else []
+        before = names[: names.index(last) + 1] if last is not None else []
+        return [n for n in before if n not in ("decode", "app")]  # never before it, in any order
 
     def slice_budget(self, name: str) -> float | None:
         s = self.slices.get(name)

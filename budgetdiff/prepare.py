@@ -152,11 +152,13 @@ def _missing_note(total_from: str) -> str:
 
 
 def _before_first_token(budget: Budget, slices: dict[str, FloatArray]) -> list[str]:
-    """The slices a request crosses before its first token, in slice order: the budget's up
-    to `first_token_after`, and the known ones (network .. first_token) the budget leaves out."""
-    known = KNOWN_SLICES[: KNOWN_SLICES.index("first_token") + 1]
+    """The slices a request crosses before its first token, in slice order: the known ones
+    by their names (network .. first_token, in any budget order), the budget's own names up
+    to `first_token_after`."""
+    cut = KNOWN_SLICES.index("first_token") + 1
+    early, late = KNOWN_SLICES[:cut], KNOWN_SLICES[cut:]
     own = budget.ttft_slices if budget.slices else []
-    return [s for s in slices if s in own or (s in known and (s not in budget.slices or not own))]
+    return [s for s in slices if s in early or (s in own and s not in late)]
 
 
 def _total_and_ttft(

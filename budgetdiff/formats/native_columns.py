@@ -324,6 +324,8 @@ def slice_columns(table: Table, source: str, options: ReadOptions) -> list[tuple
             continue
         candidates = [name + s for s in SUFFIXES]
         present = [c for c in candidates if c in table.columns]
+        if not present and name == "first_token" and find(table, "ttft") is not None:
+            present = [str(find(table, "ttft"))]  # time to first token: the same time
         if not present:
             raise ReadError.at(
                 NAME,
