@@ -17,6 +17,7 @@ import shutil
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -41,11 +42,16 @@ def budget(
     return text + "fail_on: [breach, regression]\n"
 
 
-def requests(seed: int, n: int, *, prompt: float = 900, answer: float = 250) -> Columns:
-    """A chat service's requests: token counts and five slices (ms), none of them a total."""
+def requests(
+    seed: int, n: int, *, prompt: float = 900, answer: float = 250, again: int | None = None
+) -> Columns:
+    """A chat service's requests: token counts and five slices (ms), none of them a total;
+    `again`: the same prompts and answers measured again (other latencies, from that seed)."""
     rng = np.random.default_rng(seed)
     inp = np.clip(rng.lognormal(np.log(prompt), 0.5, n), 20, 16000).round()
     out = np.clip(rng.lognormal(np.log(answer), 0.35, n), 2, 2048).round()
+    if again is not None:
+        rng = np.random.default_rng(again)
     return {
         "request_id": np.array([f"r{i}" for i in range(n)]),
         "input_tokens": inp.astype(int),
@@ -175,7 +181,7 @@ def _failures(seed: int) -> Columns:
     return cols | {"error": np.where(failed, "timeout", "")}
 
 
-def _tokens(seed: int, n: int, **kw: float) -> Columns:
+def _tokens(seed: int, n: int, **kw: Any) -> Columns:
     return pick(
         requests(seed, n, **kw),
         "request_id",
@@ -190,9 +196,7 @@ def _tokens(seed: int, n: int, **kw: float) -> Columns:
 def _replayed(seed: int, decode: float, n: int = 2000) -> tuple[Columns, Columns]:
     """The same prompts twice (same ids and token counts), each slice measured again."""
     base = _tokens(seed, n)
-    head = _tokens(seed + 1, n)
-    for k in ("request_id", "input_tokens", "output_tokens"):
-        head[k] = base[k]
+    head = _tokens(seed, n, again=seed + 1)
     return scaled(head, decode_ms=decode), base
 
 
