@@ -131,15 +131,17 @@ def compare(
     head: Prepared,
     budget: Budget,
     *,
-    pair: bool = True,
+    pair: bool | None = None,
     notes: Sequence[str] = (),
 ) -> Comparison:
     """Base against head at the budget percentile (head alone without a base): pair the
     requests, test every row, split the total into the slices, then word the headline.
-    `pair` False: never pair by id (`pairing.match` found the ids prove nothing); `notes`:
-    what pairing said."""
+    `pair`: what `pairing.match` proved (True: the same requests, paired by id; False: never
+    pair), None: pair where most ids are in both; `notes`: what pairing said."""
     p = budget.percentile
-    pairs = _pairs(base, head) if base is not None and pair else None
+    pairs = (
+        _pairs(base, head, proven=pair is True) if base is not None and pair is not False else None
+    )
     split = _split(base, head, _common_slices(base, head), pairs, p)
     series = _series(base, head, split, pairs, budget)
     changes = _changes(series, budget)
@@ -593,13 +595,19 @@ def slice_parts(prep: Prepared) -> dict[str, FloatArray]:
     return _parts(prep, [s for s in prep.slices if s != UNATTRIBUTED])
 
 
-def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | None:
-    """Indices of the requests that ran in both (same request id), when most did."""
+def _pairs(
+    base: Prepared, head: Prepared, *, proven: bool = False
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Indices of the requests that ran in both (same request id), when most did, or every
+    one that did when `pairing.match` proved the ids name the same requests."""
     a, b = base.request_id, head.request_id
     if a is None or b is None or len(a) < 2 or len(b) < 2:
         return None
     if not (a != "").all() or not (b != "").all():  # blank ids name no request
         return None
+    if proven:  # unique, and the same requests: those that succeeded on both sides pair
+        _, ib, ih = np.intersect1d(a, b, assume_unique=True, return_indices=True)
+        return (ib, ih) if len(ib) >= 2 else None
     if len(a) == len(b) and bool(np.array_equal(a, b)):
         if repeated_ids(a):
             return None
