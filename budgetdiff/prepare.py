@@ -63,6 +63,8 @@ def prepare(run: Run, budget: Budget) -> Prepared:
         slices = {"first_token": kept.pick(run.ttft), **slices}
         before, unbudgeted = ["first_token"], ["first_token", *unbudgeted]
     total, ttft, total_from = _total_and_ttft(run, budget, kept, slices, before)
+    if run.end_time is not None and run.start_time is not None and run.total is None:
+        notes += [] if total_from == "timestamps" else [_span_note(run, kept)]
     rest = _unattributed(total_from, budget, total, slices)
     if rest is not None:
         slices[UNATTRIBUTED] = rest
@@ -148,6 +150,19 @@ def _missing_note(total_from: str) -> str:
     return (
         f"total over, slices under: the slices explain less than {whole}; the rest is shown "
         f"as {UNATTRIBUTED!r} (a slice is missing from the data or the budget)"
+    )
+
+
+def _span_note(run: Run, kept: _Kept) -> str:
+    """Why the timestamps do not give the total: a request ends before it starts, or lacks one."""
+    assert run.end_time is not None and run.start_time is not None
+    span = kept.pick(run.end_time) - kept.pick(run.start_time)
+    bad = ~np.isfinite(span) | (span < 0)
+    first = int(kept.rows[int(np.flatnonzero(bad)[0])]) + 1 if bad.any() else 0
+    return (
+        f"{run.source}: end_time is missing or before start_time for "
+        f"{numbers.count(int(bad.sum()))} request(s) (the first is request #{first}): the end "
+        "to end is the sum of the slices, not the span of the timestamps"
     )
 
 

@@ -280,3 +280,19 @@ def test_time_in_no_slice_is_named_in_the_heading_not_blamed_on_a_slice(
     over = [f for f in report["findings"] if f["kind"] == "over_budget"]
     assert [f["subject"] for f in over if f["fails"]] == ["unattributed"] and code == 1
     assert "missing_slice" not in kinds(report)
+
+
+def test_timestamps_that_end_before_they_start_are_said_not_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    t = slices(13, n=300)
+    start = np.arange(300, dtype=float)
+    end = start + (t["queue_ms"] + t["prefill_ms"] + t["decode_ms"]) / 1000 + 0.5
+    end[7] = start[7] - 1.0  # request #8 ends before it starts
+    head = write_table(tmp_path / "h.csv", {**t, "start_time": start, "end_time": end.round(6)})
+    _, report = check_json(capsys, head, budget_file(tmp_path))
+    whole = t["queue_ms"] + t["prefill_ms"] + t["decode_ms"]
+    assert slo_row(report, "total")["head_ms"] == pytest.approx(
+        float(np.percentile(whole, 95)), abs=0.01
+    )
+    assert any("request #8" in n and "end_time" in n for n in report["notes"])
