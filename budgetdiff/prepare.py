@@ -167,13 +167,21 @@ def _span_note(run: Run, kept: _Kept) -> str:
 
 
 def _before_first_token(budget: Budget, slices: dict[str, FloatArray]) -> list[str]:
-    """The slices a request crosses before its first token, in slice order: the known ones
-    by their names (network .. first_token, in any budget order), the budget's own names up
-    to `first_token_after`."""
+    """The slices a request crosses before its first token, in slice order: the budget's up to
+    its `first_token_after` where it sets one, else the known ones by their names (network ..
+    first_token, in any budget order) and the budget's own names up to prefill; never decode
+    or app."""
     cut = KNOWN_SLICES.index("first_token") + 1
     early, late = KNOWN_SLICES[:cut], KNOWN_SLICES[cut:]
     own = budget.ttft_slices if budget.slices else []
-    return [s for s in slices if s in early or (s in own and s not in late)]
+    said = budget.first_token_after is not None
+
+    def before(s: str) -> bool:
+        if s in late:
+            return False
+        return s in own if said and s in budget.slices else s in early or s in own
+
+    return [s for s in slices if before(s)]
 
 
 def _total_and_ttft(
