@@ -100,13 +100,13 @@ def _cell(value: object) -> object:
 
 
 def _ttft_decode(seed: int, answer: float) -> Columns:
-    r = requests(seed, 2000, answer=answer)
+    r = requests(seed, 1000, answer=answer)
     return {"request_id": r["request_id"], "ttft_ms": ttft_of(r), "decode_ms": r["decode_ms"]}
 
 
 def _five(seed: int) -> Columns:
     return pick(
-        requests(seed, 2000),
+        requests(seed, 1000),
         "request_id",
         "network_ms",
         "queue_ms",
@@ -134,23 +134,23 @@ def _timestamps(seed: int, iso: bool) -> Columns:
 
 
 def _missing(seed: int, extra: float) -> Columns:
-    r = requests(seed, 2000)
+    r = requests(seed, 1000)
     rng = np.random.default_rng(seed + 7)
     sliced = pick(r, "request_id", "queue_ms", "prefill_ms", "decode_ms")
     whole = sum(np.asarray(sliced[k]) for k in ("queue_ms", "prefill_ms", "decode_ms"))
-    gap = rng.lognormal(np.log(extra), 0.6, 2000) if extra else rng.uniform(0, 0.4, 2000)
+    gap = rng.lognormal(np.log(extra), 0.6, 1000) if extra else rng.uniform(0, 0.4, 1000)
     return sliced | {"total_ms": whole + gap}
 
 
 def _overlap(seed: int) -> Columns:
-    r = requests(seed, 2000)
+    r = requests(seed, 1000)
     sliced = pick(r, "request_id", "queue_ms", "prefill_ms", "decode_ms")
     whole = sum(np.asarray(sliced[k]) for k in ("queue_ms", "prefill_ms", "decode_ms"))
     return sliced | {"total_ms": whole - 0.5 * np.asarray(r["queue_ms"])}  # queue inside prefill
 
 
 def _first_token_overlap(seed: int) -> Columns:
-    r = requests(seed, 2000)
+    r = requests(seed, 1000)
     return {
         "request_id": r["request_id"],
         "first_token_ms": ttft_of(r),  # spans queue and prefill: the slices overlap
@@ -161,7 +161,7 @@ def _first_token_overlap(seed: int) -> Columns:
 
 
 def _queue_ttft_decode(seed: int) -> Columns:
-    r = requests(seed, 2000)
+    r = requests(seed, 1000)
     return {
         "request_id": r["request_id"],
         "queue_ms": r["queue_ms"],
@@ -177,7 +177,7 @@ def _small(seed: int, n: int) -> Columns:
 def _failures(seed: int) -> Columns:
     cols = _ttft_decode(seed, 300)
     rng = np.random.default_rng(seed + 3)
-    failed = rng.random(2000) < 0.03
+    failed = rng.random(1000) < 0.03
     return cols | {"error": np.where(failed, "timeout", "")}
 
 
@@ -193,7 +193,7 @@ def _tokens(seed: int, n: int, **kw: Any) -> Columns:
     )
 
 
-def _replayed(seed: int, decode: float, n: int = 2000) -> tuple[Columns, Columns]:
+def _replayed(seed: int, decode: float, n: int = 1000) -> tuple[Columns, Columns]:
     """The same prompts twice (same ids and token counts), each slice measured again."""
     base = _tokens(seed, n)
     head = _tokens(seed, n, again=seed + 1)
@@ -202,7 +202,7 @@ def _replayed(seed: int, decode: float, n: int = 2000) -> tuple[Columns, Columns
 
 def _subset(seed: int, head_smaller: bool) -> tuple[Columns, Columns]:
     whole, base = _replayed(seed, 1.2)
-    short = np.sort(np.argsort(np.asarray(base["input_tokens"]), kind="stable")[:500])
+    short = np.sort(np.argsort(np.asarray(base["input_tokens"]), kind="stable")[:250])
     slower = scaled(whole, prefill_ms=1.2, queue_ms=1.2)
     if head_smaller:
         return rows(slower, short), base
