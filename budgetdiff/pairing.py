@@ -59,8 +59,7 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
         if pair:
             raise UsageError(f"--pair: no request id of {head.source} is in {base.source}")
         return Match(base, head, False)
-    said = [words for name, words in _EVIDENCE if _both(base, head, name)]
-    agree = _agreement(base, head, ib, ih)
+    agree, said = _agreement(base, head, ib, ih)
     if pair:
         agreed = f"; their {_what(said)} agree on {numbers.pct(100 * float(agree.mean()))}"
         note = f"paired by request id (--pair){agreed if said else ''}"
@@ -132,17 +131,22 @@ def _both(base: Run, head: Run, name: str) -> bool:
     return getattr(base, name) is not None and getattr(head, name) is not None
 
 
-def _agreement(base: Run, head: Run, ib: np.ndarray, ih: np.ndarray) -> np.ndarray:
-    """Per request in both: do they agree on what they asked, where both tables say it."""
+def _agreement(
+    base: Run, head: Run, ib: np.ndarray, ih: np.ndarray
+) -> tuple[np.ndarray, list[str]]:
+    """Per request in both: do they agree on what they asked, where both tables say it; and
+    what was compared (a column both have, with a value on both sides for some request)."""
     agree = np.ones(len(ib), dtype=bool)
-    for name, _ in _EVIDENCE:
+    said = []
+    for name, words in _EVIDENCE:
         if not _both(base, head, name):
             continue
         x, y = getattr(base, name)[ib], getattr(head, name)[ih]
         text = name == "prompt_hash"
         known = (x != "") & (y != "") if text else np.isfinite(x) & np.isfinite(y)
         agree &= ~known | (x == y)
-    return agree
+        said += [words] if known.any() else []
+    return agree, said
 
 
 def _what(said: list[str]) -> str:
