@@ -173,6 +173,7 @@ def cmd_compare(o: RunOptions, edge: Edge) -> int:
         same_input=same,
         accepted=_accepted(o, edge.github),
         history=_history(o.history, edge.environ),
+        pair=o.pair,
     )
     if o.html:  # the trend charts and this run's base vs head distributions
         _write_atomic(Path(o.html), evaluate.trend_page(report, base_runs, head.runs, budget))
@@ -443,6 +444,7 @@ class RunOptions:
     comment: bool | str = True  # or "on-findings"
     accept_label: str = "budgetdiff:accept"
     write: bool = False  # rebudget: update the budget file
+    pair: bool | None = None  # compare: --pair True, --no-pair False, neither: where proven
 
 
 _Options = TypeVar("_Options", bound="DataclassInstance")
@@ -557,6 +559,21 @@ def _base_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="a --base FILE that does not exist is the no_base finding, not an error "
         "(the PR that adds the benchmark)",
+    )
+    by_id = p.add_mutually_exclusive_group()
+    by_id.add_argument(
+        "--pair",
+        action="store_const",
+        const=True,
+        dest="pair",
+        help="pair requests by request id even when nothing shows they asked the same",
+    )
+    by_id.add_argument(
+        "--no-pair",
+        action="store_const",
+        const=False,
+        dest="pair",
+        help="never pair requests by id (default: where their token counts agree)",
     )
 
 

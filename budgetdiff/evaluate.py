@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
-from budgetdiff import rebudget, rows, sources, whatif
+from budgetdiff import pairing, rebudget, rows, sources, whatif
 from budgetdiff.budget import did_you_mean
 from budgetdiff.errors import InputError, UsageError
 from budgetdiff.formats import ReadOptions, detect
@@ -108,14 +108,16 @@ def evaluate(
     same_input: str | None = None,
     accepted: Acceptance | None = None,
     history: Loaded | None = None,
+    pair: bool | None = None,
 ) -> Report:
     """Pair the scenarios, compare and judge each: the Report every renderer reads. `base` None
-    is a check of head alone, unless `no_base` says why a compare has no base."""
+    is a check of head alone, unless `no_base` says why a compare has no base. `pair`: pair
+    requests by id where they agree on what they asked (None), always (True), never (False)."""
     pairs, base_only = pair_runs(base, head, no_base)
     scenarios: list[Scenario] = []
     for p in pairs:
         held_to = budget.for_scenario(p.head.scenario)  # its class's SLO and slices, if any
-        c = compare_pair(p, held_to)
+        c = compare_pair(p, held_to, pair)
         if not scenarios and budget.classes:  # said once, with the first
             c = replace(c, notes=(*c.notes, *_unmatched_classes(budget, head)))
         trends = _trends(history, c, held_to)
@@ -171,13 +173,17 @@ def pair_runs(
     return pairs, [r.scenario or "default" for r in base_only]
 
 
-def compare_pair(pair: Pair, budget: Budget) -> Comparison:
-    """The rows of one pair: request by request when both sides hold one row per request, else
-    from what the files hold (percentiles, histograms, means)."""
+def compare_pair(pair: Pair, budget: Budget, by_id: bool | None = None) -> Comparison:
+    """The rows of one pair: request by request when both sides hold one row per request (the
+    requests both ran, paired by id where that is proven: see `pairing`), else from what the
+    files hold (percentiles, histograms, means)."""
     b, h = pair.base, pair.head
     if h.per_request and (b is None or b.per_request):
-        base = prepare(b, budget) if b is not None else None
-        return rows.compare(base, prepare(h, budget), budget)
+        if b is None:
+            return rows.compare(None, prepare(h, budget), budget)
+        m = pairing.match(b, h, by_id)
+        base, head = prepare(m.base, budget), prepare(m.head, budget)
+        return rows.compare(base, head, budget, pair=m.paired, notes=m.notes)
     from budgetdiff.aggregate import compare_aggregate  # only for aggregate inputs (start-up)
 
     def side(r: Run) -> Run | Prepared:

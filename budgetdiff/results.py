@@ -40,6 +40,7 @@ class Kind(Word):
     FAILURE_RATE = "failure_rate"
     FAILURES = "failures"
     NOT_COMPARABLE = "not_comparable"
+    MISSING_SLICE = "missing_slice"
     INCONCLUSIVE = "inconclusive"
     INFEASIBLE = "infeasible"
     UNMEASURED = "unmeasured"
@@ -205,6 +206,10 @@ class Summary:
     regressed_slo: tuple[Row, ...]  # SLO rows that regressed, named when no slice is the cause
     no_base: bool  # the compare had no base to compare with
     also: tuple[Kind, ...]  # up to three other kinds found, named when no slice regressed
+    # base and head ran different workloads: no change is named as the code's
+    workloads: bool = False
+    # the ms of the percentile in no slice, when that is a finding (named, not a slice)
+    missing_ms: float | None = None
 
     @property
     def owners(self) -> tuple[Row, ...]:

@@ -114,6 +114,8 @@ class Run:
     output_tokens: FloatArray | None = None
     itl: Itl | None = None
     start_time: FloatArray | None = None  # seconds, any origin; gives arrival order
+    end_time: FloatArray | None = None  # seconds, `start_time`'s origin: end - start is a total
+    prompt_hash: npt.NDArray[Any] | None = None  # what each request asked (str): proves pairing
     duration_s: float | None = None
     scenario: str | None = None
     meta: dict[str, str | float] = field(default_factory=dict)
@@ -209,6 +211,12 @@ def _check_per_request(run: Run) -> None:
             row = int(np.flatnonzero(bad)[0])
             value = float(run.start_time[row])
             raise _refused(run, "start_time", row, value, "not a time in seconds")
+    if run.end_time is not None and len(run.end_time):
+        bad = np.isfinite(run.end_time) & (np.abs(run.end_time) > MAX_SECONDS)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            value = float(run.end_time[row])
+            raise _refused(run, "end_time", row, value, "not a time in seconds")
 
 
 def _check_gaps(run: Run, ok: BoolArray) -> None:

@@ -27,7 +27,7 @@ from budgetdiff.formats.native_columns import (
 from budgetdiff.formats.native_load import load
 from budgetdiff.formats.native_sniff import has_slices, sniff, unit_of
 from budgetdiff.formats.native_tables import NAME, ArrowTable, Table
-from budgetdiff.formats.native_times import start_times
+from budgetdiff.formats.native_times import start_and_end, start_times
 from budgetdiff.formats.options import ReadOptions
 from budgetdiff.table import KNOWN_SLICES, BoolArray, FloatArray, Run
 from budgetdiff.units import UNIT_TO_MS
@@ -67,6 +67,11 @@ def _runs(table: Table, source: str, options: ReadOptions) -> list[Run]:
         return as_float(table, column, source) if column in table.columns else None
 
     columns = table.columns
+    start, end = (
+        start_and_end(table, source)
+        if "start_time" in columns and "end_time" in columns
+        else (start_times(table, source) if "start_time" in columns else None, None)
+    )
     return [
         Run(
             source=source,
@@ -79,7 +84,11 @@ def _runs(table: Table, source: str, options: ReadOptions) -> list[Run]:
             input_tokens=numeric("input_tokens"),
             output_tokens=numeric("output_tokens"),
             itl=itl,
-            start_time=start_times(table, source) if "start_time" in columns else None,
+            start_time=start,
+            end_time=end,
+            prompt_hash=request_ids(table, source, "prompt_hash")
+            if "prompt_hash" in columns
+            else None,
             meta=meta,
         )
     ]
@@ -95,6 +104,10 @@ def _latencies(
         values = as_float(table, column, source) * UNIT_TO_MS[unit]
         check_latency(values, ok, column, source)
         slices[name] = values
+    for name, column in _other_slices(table, options, slices):
+        values = as_float(table, column, source) * UNIT_TO_MS[unit_of(column)]
+        check_latency(values, ok, column, source)
+        slices[name] = values  # not budgeted, but time of the request: in its total
     measured: dict[str, FloatArray] = {}
     for metric in ("ttft", "total"):
         found = find(table, metric)
@@ -111,3 +124,19 @@ def _latencies(
             f"the slices ({', '.join(KNOWN_SLICES)}) with a unit suffix such as _ms",
         )
     return slices, measured
+
+
+def _other_slices(
+    table: Table, options: ReadOptions, wanted: dict[str, FloatArray]
+) -> list[tuple[str, str]]:
+    """(slice, column) of the known slices the table has beyond the budget's: a budget that
+    names two of five slices still has requests that spend time in all five."""
+    if not options.slices:  # no budget slices: `slice_columns` read every known one already
+        return []
+    mapped = {column for column, _ in options.columns.values()}
+    out = []
+    for name in KNOWN_SLICES:
+        column = find(table, name)
+        if name not in wanted and column is not None and column not in mapped:
+            out.append((name, column))
+    return out

@@ -224,11 +224,14 @@ def failed(table: Table, column: str, source: str) -> np.ndarray[Any, np.dtype[n
     return ~np.asarray(benign.to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def request_ids(table: Table, source: str) -> np.ndarray[Any, np.dtype[Any]]:
-    arr = decoded(table.get("request_id"))
+def request_ids(
+    table: Table, source: str, column: str = "request_id"
+) -> np.ndarray[Any, np.dtype[Any]]:
+    """A text column of ids (`request_id`, `prompt_hash`) as str values, blank where empty."""
+    arr = decoded(table.get(column))
     kind = arr.type
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-        arr = _text(arr, "request_id", source)
+        arr = _text(arr, column, source)
     elif not (
         pa.types.is_null(kind)
         or pa.types.is_string(kind)
@@ -238,7 +241,7 @@ def request_ids(table: Table, source: str) -> np.ndarray[Any, np.dtype[Any]]:
         raise ReadError.at(
             NAME,
             source,
-            f"column 'request_id' holds {kind}; write one id (text or an integer) per request",
+            f"column {column!r} holds {kind}; write one id (text or an integer) per request",
         )
     if pa.types.is_string(kind) and arr.null_count == 0:
         return arr.to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
@@ -321,6 +324,8 @@ def slice_columns(table: Table, source: str, options: ReadOptions) -> list[tuple
             continue
         candidates = [name + s for s in SUFFIXES]
         present = [c for c in candidates if c in table.columns]
+        if not present and name == "first_token" and find(table, "ttft") is not None:
+            present = [str(find(table, "ttft"))]  # time to first token: the same time
         if not present:
             raise ReadError.at(
                 NAME,
