@@ -5,21 +5,19 @@ fits, 1 when it does not."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, TypeAlias
+from typing import TextIO, TypeAlias
 
 from budgetdiff import numbers, whatif
 from budgetdiff.budget import Budget, load_budget
+from budgetdiff.commands.output import Edge
 from budgetdiff.errors import UsageError
-from budgetdiff.evaluate import Reading, WhatIf, what_if
+from budgetdiff.evaluate import Files, Reading, WhatIf, what_if
 from budgetdiff.numbers import count, ms, pct, percentile, setting_pct, signed_ms
 from budgetdiff.render.text import plain
 
-if TYPE_CHECKING:
-    from budgetdiff.cli import Edge
-
+DEFAULT_BUDGET = "budget.yml"
 # (what, value, its SLO target): one line each against the SLO
 Check: TypeAlias = tuple[str, float | None, float | None]
 
@@ -28,7 +26,9 @@ Check: TypeAlias = tuple[str, float | None, float | None]
 class WhatifOptions:
     """whatif: the estimate's numbers, or measured requests and the changes to their slices."""
 
-    budget: str = "budget.yml"
+    budget: str | None = None  # None: budget.yml, which --slo-total/--slo-ttft do without
+    slo_total: float | None = None
+    slo_ttft: float | None = None
     ttft: float | None = None
     tokens_per_s: float | None = None
     tpot: float | None = None
@@ -42,17 +42,55 @@ class WhatifOptions:
     add: tuple[str, ...] = ()  # SLICE=MS, as given
 
 
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """The SLO a whatif is held to: the budget's, or the one given on the command line (which
+    replaces the budget's targets it names), and the headroom the budget sets (none without)."""
+
+    ttft: float | None = None
+    total: float | None = None
+    itl: float | None = None
+    tpot: float | None = None
+    headroom: float = 0.0
+
+
 def run(o: WhatifOptions, edge: Edge) -> int:
-    budget = load_budget(Path(o.budget))
+    budget = _budget(o)
+    targets = _targets(o, budget)
     if o.head:
-        return _recompute(o, budget, edge.environ, edge.out)
-    return _estimate(o, budget, edge.out)
+        if budget is None:
+            raise UsageError("whatif --head FILE needs the budget's slices: pass --budget FILE")
+        return _recompute(o, budget, targets, edge)
+    return _estimate(o, targets, edge.out)
+
+
+def _budget(o: WhatifOptions) -> Budget | None:
+    """The budget file: the one named, else budget.yml; with --slo-total or --slo-ttft an
+    absent budget.yml is no budget."""
+    given_slo = o.slo_total is not None or o.slo_ttft is not None
+    if o.budget is None and given_slo and not Path(DEFAULT_BUDGET).is_file():
+        return None
+    return load_budget(Path(o.budget or DEFAULT_BUDGET))
+
+
+def _targets(o: WhatifOptions, budget: Budget | None) -> Targets:
+    for flag, value in (("--slo-total", o.slo_total), ("--slo-ttft", o.slo_ttft)):
+        if value is not None and not whatif.positive(value):
+            raise UsageError(f"whatif: {flag} {numbers.given(value)}: must be a number above 0")
+    slo = budget.slo if budget is not None else None
+    return Targets(
+        ttft=o.slo_ttft if o.slo_ttft is not None else slo.ttft if slo else None,
+        total=o.slo_total if o.slo_total is not None else slo.total if slo else None,
+        itl=slo.itl if slo else None,
+        tpot=slo.tpot if slo else None,
+        headroom=budget.headroom if budget is not None else 0.0,
+    )
 
 
 # ---- the estimate ---------------------------------------------------------------------------
 
 
-def _estimate(o: WhatifOptions, budget: Budget, out: TextIO) -> int:
+def _estimate(o: WhatifOptions, targets: Targets, out: TextIO) -> int:
     """TTFT + (tokens - 1) / rate + tail against the SLO with its headroom."""
     ttft, tokens, per_token = _estimate_numbers(o)
     est = whatif.Estimate(ttft, per_token, int(tokens), o.tail)
@@ -67,17 +105,20 @@ def _estimate(o: WhatifOptions, budget: Budget, out: TextIO) -> int:
         f"{ms(est.total_all_tokens_ms)})\n"
     )
     checks: list[Check] = [
-        ("TTFT", est.ttft_ms, budget.slo.ttft),
-        ("end to end", est.total_ms, budget.slo.total),
-        ("ITL", per_token, budget.slo.itl),
-        ("TPOT", per_token, budget.slo.tpot),
+        ("TTFT", est.ttft_ms, targets.ttft),
+        ("end to end", est.total_ms, targets.total),
+        ("ITL", per_token, targets.itl),
+        ("TPOT", per_token, targets.tpot),
     ]
-    fits = _against_slo(checks, budget, out)
-    if budget.slo.total is not None:
-        room = budget.slo.total * (1 - budget.headroom) - est.ttft_ms - est.tail_ms
+    if all(target is None for _, _, target in checks):
+        raise UsageError("whatif: no SLO to hold it to: pass --slo-total MS or --budget FILE")
+    fits = _against_slo(checks, targets.headroom, out)
+    if targets.total is not None:
+        room = targets.total * (1 - targets.headroom) - est.ttft_ms - est.tail_ms
         longest = math.floor(room / per_token) + 1 if room > 0 else 0
+        with_headroom = " with headroom" if targets.headroom else ""
         out.write(
-            f"  the longest answer that fits the end-to-end target with headroom at this rate: "
+            f"  the longest answer that fits the end-to-end target{with_headroom} at this rate: "
             f"{count(longest)} tokens\n"
         )
     out.write("fits\n" if fits else "does not fit\n")
@@ -116,32 +157,41 @@ def _estimate_numbers(o: WhatifOptions) -> tuple[float, float, float]:
     return o.ttft, o.tokens, whatif.per_token_ms(o.tokens_per_s)
 
 
-def _against_slo(checks: list[Check], budget: Budget, out: TextIO) -> bool:
-    """One line per SLO metric: value vs target with the budget's headroom; all fit?"""
+def _against_slo(checks: list[Check], headroom: float, out: TextIO) -> bool:
+    """One line per SLO metric: value vs target with the headroom (if any); all fit?"""
     fits = True
-    room = setting_pct(budget.headroom)
     for name, value, target in checks:
         if target is None or value is None:
             continue
-        limit = target * (1 - budget.headroom)
+        limit = target * (1 - headroom)
         ok = value <= limit
         fits &= ok
-        word = "fits" if ok else "OVER" if value > target else "fits the SLO, not the headroom"
+        with_room = f" ({ms(limit)} with {setting_pct(headroom)} headroom)" if headroom else ""
         out.write(
-            f"  {name}: {ms(value)} vs target {ms(target)} ({ms(limit)} with {room} headroom): "
-            f"{word} ({pct(100 * (target - value) / target, signed=True)} headroom)\n"
+            f"  {name}: {ms(value)} vs target {ms(target)}{with_room}: {_word(value, target, ok)}\n"
         )
     return fits
+
+
+def _word(value: float, target: float, ok: bool) -> str:
+    """Fits, with its headroom; or how far over the target: "9.3x over" past twice it."""
+    if value > target:
+        if value >= 2 * target:
+            return f"{numbers.times(value / target)} over"
+        return f"{pct(100 * (value - target) / target)} over"
+    room = f"{pct(100 * (target - value) / target, signed=True)} headroom"
+    return f"fits ({room})" if ok else f"fits the SLO, not the headroom ({room})"
 
 
 # ---- measured requests, changed -------------------------------------------------------------
 
 
-def _recompute(o: WhatifOptions, budget: Budget, env: Mapping[str, str], out: TextIO) -> int:
+def _recompute(o: WhatifOptions, budget: Budget, targets: Targets, edge: Edge) -> int:
     """Per-request data with some slices scaled or shifted: percentiles, headroom, attainment."""
     changes = _changes(o)
-    reading = Reading(budget=budget, environ=env, fmt=o.format, scenarios=o.scenario)
-    head = reading.side(o.head, o.head_ref).runs
+    out = edge.out
+    reading = Reading(budget=budget, environ=edge.environ, fmt=o.format, scenarios=o.scenario)
+    head = reading.side(Files(o.head, o.head_ref)).runs
     result = what_if(head, budget, changes, source=o.head[0])
     said = ", ".join(
         f"{plain(n)}"
@@ -160,10 +210,10 @@ def _recompute(o: WhatifOptions, budget: Budget, env: Mapping[str, str], out: Te
         )
     out.write(_before_after(result, percentile(budget.percentile)))
     checks: list[Check] = [
-        ("TTFT", result.after.ttft_ms, budget.slo.ttft),
-        ("end to end", result.after.total_ms, budget.slo.total),
+        ("TTFT", result.after.ttft_ms, targets.ttft),
+        ("end to end", result.after.total_ms, targets.total),
     ]
-    fits = _against_slo(checks, budget, out)
+    fits = _against_slo(checks, targets.headroom, out)
     out.write("fits\n" if fits else "does not fit\n")
     return 0 if fits else 1
 
