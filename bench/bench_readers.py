@@ -341,7 +341,7 @@ FORMATS: dict[str, tuple[Maker, str, str, str]] = {
     "parquet-itl": (make_parquet_itl, "parquet", "native", CLIENT_BUDGET.format(itl=", itl: 60")),
     "jsonl-itl": (make_jsonl_itl, "jsonl", "native", CLIENT_BUDGET.format(itl=", itl: 60")),
 }
-# the console script's entry, as a user runs it (it keeps pyarrow from importing pandas)
+# the console script's entry, as a user runs it
 COMPARE = """
 from budgetdiff.cli import entry
 sys.stdout = open("/dev/null", "w")
@@ -476,6 +476,9 @@ def fixed_cost(repeat: int) -> dict[str, Any]:
     }
 
 
+STARTUP_BOUND = 3.0  # a 100-row compare's wall time over `import numpy, pyarrow`
+
+
 def startup(repeat: int, baseline: str | None = None) -> None:
     """The fixed cost in detail, every command in turn (the same load for each), best of
     `repeat`: the 100-row compare with JSON output, with the default table, and with the default
@@ -513,6 +516,11 @@ def startup(repeat: int, baseline: str | None = None) -> None:
             f"| {name} | {wall:.3f} s | {wall / floor:.2f}x | {cpu:.3f} s | "
             f"{cpu / floor_cpu:.2f}x |"
         )
+    # the guard (issue 25): a 100-row compare within 3x of importing numpy and pyarrow
+    compare_wall = min(r[0] for r in runs["100-row compare, --output json"])
+    ratio = compare_wall / floor
+    verdict = "within" if ratio <= STARTUP_BOUND else "OVER"
+    print(f"\nstart-up guard: {ratio:.2f}x, {verdict} the {STARTUP_BOUND:g}x bound")
 
 
 def run_format(

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 from budgetdiff.budget import FAIL_KINDS
 from budgetdiff.errors import UsageError
 from budgetdiff.report import REPORT_ID_RULE, is_report_id
 
 FAIL_NEVER = "never"
-ON_FINDINGS = "on-findings"
+ON_FINDINGS: Final = "on-findings"
 CommentMode: TypeAlias = bool | Literal["on-findings"]
 TRUE = ("true", "yes", "on", "1")
 FALSE = ("false", "no", "off", "0")
