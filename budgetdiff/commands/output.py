@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, TextIO
 from budgetdiff.budget_file import write_atomically
 from budgetdiff.errors import UsageError
 from budgetdiff.options import RunOptions
+from budgetdiff.render.markdown import render_markdown
 from budgetdiff.report import Report
 
 if TYPE_CHECKING:
@@ -51,7 +52,6 @@ def render(output: str, report: Report) -> str:
 
 def _publish(report: Report, o: RunOptions, context: GitHubContext) -> None:
     from budgetdiff import github  # the GitHub client only with --github
-    from budgetdiff.render.markdown import render_markdown
 
     json_path = Path(o.json) if o.json else context.report_path(o.id)
     if not o.json:
