@@ -2,8 +2,8 @@
 
 `main` parses the arguments (`budgetdiff.parser`), runs the command (`budgetdiff.commands`) and
 is, with `guarded`, the one place an expected failure becomes its message and exit code: each
-line of the message as its own `budgetdiff: error:` line on stderr, then 2 (or the error's own
-code); a bug is exit 3 with one line that says where to report it.
+of the error's lines (a budget's problems, one each) as a `budgetdiff: error:` line on stderr,
+then 2 (or the error's own code); a bug is exit 3 with one line that says where to report it.
 """
 
 from __future__ import annotations
@@ -72,15 +72,15 @@ def guarded(run: Callable[[], int]) -> int:
             warnings.simplefilter("ignore", RuntimeWarning)
             return int(run())
     except BudgetdiffError as e:
-        error(str(e))
+        for line in e.lines():  # a budget with three problems says three
+            error(line)
         return e.exit_code
     except Exception as e:  # not hidden: a bug, told apart from a verdict and from bad input
         error(bug_message(e))
         return BUG_EXIT_CODE
 
 
-def error(message: str) -> None:
-    """Each line of `message` (a budget with three problems says three) as its own line."""
-    lines = [line for line in message.splitlines() if line.strip()] or [message]
-    for line in lines:
-        print(f"budgetdiff: error: {one_line(line)}", file=sys.stderr)
+def error(line: str) -> None:
+    """One `budgetdiff: error:` line on stderr, whatever the text holds (control characters
+    and line breaks of a hostile file made inert)."""
+    print(f"budgetdiff: error: {one_line(line)}", file=sys.stderr)

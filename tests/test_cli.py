@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from budgetdiff.cli import guarded
-from budgetdiff.errors import BudgetError
+from budgetdiff.errors import BudgetError, InputError
 from budgetdiff.rows import METRIC_LABELS
 from tests.helpers import BUDGET, compare_json, run, slices, write_table
 
@@ -339,3 +339,14 @@ def test_a_message_of_several_lines_is_one_error_line_each(
         "budgetdiff: error: budget.yml:3: slo.total: must be > 0\n"
         "budgetdiff: error: budget.yml:7: slices.dcode: unknown\n"
     )
+
+
+def test_a_line_break_inside_a_results_files_text_stays_on_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def fails() -> int:
+        raise InputError("head.csv: no column 'a\n::warning::x'")
+
+    assert guarded(fails) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("budgetdiff: error: head.csv")
