@@ -110,8 +110,8 @@ def run(request: Request) -> Evaluation:
     """Read the sides the request names, decide what the comparison is, evaluate it."""
     budget = request.budget
     reading = Reading(budget, request.environ, request.fmt, request.scenarios)
+    base_source, no_base = _base_source(request)  # a compare without a base stops here
     head = reading.side(request.head)
-    base_source, no_base = _base_source(request)
     base = reading.side(base_source) if base_source is not None else None
     same = None
     if base is not None and base.sizes == head.sizes and _same_bytes(base_source, request):
