@@ -377,6 +377,8 @@ def test_the_action_inputs_comment_and_accept_label_reach_the_cli() -> None:
     assert o.accept_label == "perf:ok"
     o, _ = action.build({**env, "INPUT_ACCEPT_LABEL": ""})
     assert o.accept_label == ""  # set but empty: disabled
+    assert action.build({**env, "INPUT_SCENARIO": "c=8, c=16"})[0].scenario == ("c=8", "c=16")
+    assert action.build({**env, "INPUT_SCENARIO": ""})[0].scenario == ()  # all of them
 
 
 def test_comment_takes_true_false_or_on_findings(capsys: pytest.CaptureFixture[str]) -> None:
