@@ -25,9 +25,10 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("judge", ("judge",)),
     ("render", ("render",)),
     ("report", ("report",)),
-    ("evaluate", ("evaluate",)),
     ("github", ("github",)),
-    ("edge", ("cli", "commands", "terminal", "action", "api", "testing", "__main__", "")),
+    ("evaluate", ("evaluate",)),
+    ("edge", ("options", "commands", "parser", "terminal", "cli", "action", "api", "testing",
+              "__main__", "")),
 )  # fmt: skip
 RANK = {name: i for i, (_, names) in enumerate(STAGES) for name in names}
 MAX_FUNCTION_LINES = 60
