@@ -56,6 +56,8 @@ EXAMPLES = {
   done""",
     "schema": """example:
   budgetdiff schema > budget.schema.json""",
+    "inspect": """example:
+  budgetdiff inspect results.csv --budget budget.yml""",
     "whatif": """example:
   budgetdiff whatif --ttft 850 --tokens-per-s 22 --tokens 1200 --tail 300 --budget budget.yml
   budgetdiff whatif --head results.csv --budget budget.yml --scale decode=0.8 --add queue=-50""",
@@ -757,5 +759,12 @@ _COMMANDS = (
         (),
         "budgetdiff.commands.schema:NoOptions",
         "budgetdiff.commands.schema:run",
+    ),
+    _Command(
+        "inspect",
+        "show how a file is read: each column's role and unit, counts, the first rows",
+        (lambda p: _named("budgetdiff.commands.inspect:arguments")(p),),
+        "budgetdiff.commands.inspect:InspectOptions",
+        "budgetdiff.commands.inspect:run",
     ),
 )

@@ -11,6 +11,7 @@ from budgetdiff.budget import Budget
 from budgetdiff.numbers import count, interval, ms, p_value, pct, percentile, setting_pct, signed_ms
 from budgetdiff.rows import Comparison, Row
 from budgetdiff.stats import normal_quantile
+from budgetdiff.table import Doubt
 
 if TYPE_CHECKING:
     from budgetdiff.history import History, Trend
@@ -55,6 +56,7 @@ def judge(
     same_input: str | None = None,
     accepted: Acceptance | None = None,
     history: History | None = None,
+    doubts: Sequence[Doubt] = (),
 ) -> tuple[list[Finding], str]:
     """Findings for one scenario, and its verdict (pass, warn or fail). With `accepted`, a
     regression that would fail is kept, marked accepted, and fails no more (verdict warn)."""
@@ -74,6 +76,9 @@ def judge(
                 None,
             )
         )
+    # what the readers found wrong in the data: a unit mix-up fails like a breach (a number
+    # shown would be wrong), a summary row left out only informs
+    raw += [_Raw(d.kind, d.subject, d.message, "breach" if d.fails else None) for d in doubts]
     if c is not None:
         raw += _findings(c, budget)
     if c is not None and history is not None:
@@ -109,6 +114,18 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
     counted = c.base is not None and c.base.requests and c.head.requests
     if counted and c.head.failed and c.head.failed < (c.head.requests or 0):
         out.append(_failure_rate(c, budget.regression.confidence))
+    elif c.base is None and c.head.requests and 0 < c.head.failed < c.head.requests:
+        # check: the failures said as compare says them (the percentiles are of the rest)
+        out.append(
+            _Raw(
+                "failures",
+                "requests",
+                f"{count(c.head.failed)} of {count(c.head.requests)} requests failed "
+                f"({pct(100 * c.head.failed / c.head.requests)}); the percentiles are of the "
+                f"{count(c.head.requests - c.head.failed)} that succeeded",
+                None,
+            )
+        )
     out += [_Raw("infeasible", "slo", message, None) for message in c.feasibility]
     return out
 

@@ -19,7 +19,7 @@ from budgetdiff import attribution, numbers, rebudget, stats, whatif
 from budgetdiff.budget import Budget, Regression
 from budgetdiff.numbers import pct
 from budgetdiff.prepare import Prepared, material, slice_sum
-from budgetdiff.table import UNATTRIBUTED, FloatArray, Run, repeated_ids
+from budgetdiff.table import UNATTRIBUTED, ColumnUse, FloatArray, Run, repeated_ids
 
 OTHER_PERCENTILES = (50.0, 90.0, 99.0)
 # Rows of the SLO table, in order, with how a reader should name them.
@@ -87,6 +87,7 @@ class Side:
     meta: dict[str, str | float]
     goodput_rps: float | None = None  # good requests per second of benchmark time
     held_to: tuple[str, ...] = ()  # the SLO metrics `attainment` holds each request to
+    columns: tuple[ColumnUse, ...] = ()  # how a native table's columns were read
 
     @property
     def format(self) -> str:
@@ -577,6 +578,7 @@ def prepared_side(prep: Prepared, att: stats.Attainment | None = None) -> Side:
         meta=dict(prep.run.meta),
         goodput_rps=att.good / duration if att is not None and duration else None,
         held_to=prep.held_to if att is not None else (),
+        columns=prep.run.columns,
     )
 
 
