@@ -90,15 +90,18 @@ finding) and left out of the percentiles.
 
 ## Every name read
 
-| role | read as | names (after folding; a unit suffix or bracket may follow) | unit when none is stated | meaning |
-|---|---|---|---|---|
 """
+_TABLE_HEAD = (
+    "| role | read as | names (after folding; a unit suffix or bracket may follow) "
+    "| unit when none is stated | meaning |\n|---|---|---|---|---|"
+)
 
 
 def render() -> str:
     spellings = ", ".join(f"`{k}`" for k in UNIT_SPELLINGS)
     bracket_only = ", ".join(f"`{k}`" for k in BRACKET_UNITS if k not in UNIT_SPELLINGS)
     lines = [_HEAD.format(spellings=spellings, bracket_only=bracket_only).rstrip("\n")]
+    lines += ["", _TABLE_HEAD]
     for rule in RULES:
         names = ", ".join(f"`{n}`" for n in rule.names)
         unit = f"{rule.unit} (guessed)" if rule.unit else "-"
