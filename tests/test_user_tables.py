@@ -40,8 +40,8 @@ def _scenarios(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _frame(name: str, m: dict[str, Any]) -> pd.DataFrame:
     path = DATA / name
-    if name.endswith(".jsonl"):
-        return pd.read_json(path, lines=True, dtype=False)
+    if name.endswith((".jsonl", ".json")):
+        return pd.read_json(path, lines=name.endswith(".jsonl"), dtype=False)
     return pd.read_csv(path, sep=m.get("sep", ","), keep_default_na=False, na_values=[""])
 
 

@@ -558,6 +558,36 @@ def classes_and_times(c: Corpus) -> None:
         ttft=_col("ms", "ttft_ms"),
         total=_col("ms", "total_ms"),
     )
+    r = _requests(85)
+    t0 = r["start"] - r["start"][0]
+    rows = [
+        [round(t0[i] * 1000, 3), round(t0[i] * 1000 + r["total"][i], 3), r["ttft"][i]]
+        for i in range(N)
+    ]
+    c.add(
+        "start_end_relative_ms.csv",
+        _csv(["start_time", "end_time", "ttft_ms"], rows),
+        expect="finding",
+        kind="units",
+        subject="end_time - start_time",
+    )
+    r = _requests(86)
+    objs = [
+        {
+            "Request Id": r["id"][i],
+            "TTFT": r["ttft"][i],
+            "E2E Latency": r["total"][i],
+            "Prompt Tokens": r["in"][i],
+        }
+        for i in range(N)
+    ]
+    c.add(
+        "json_array.json",
+        json.dumps([json.loads(line) for line in _jsonl(objs).splitlines()], indent=1) + "\n",
+        expect="right",
+        ttft=_col("ms", "TTFT"),
+        total=_col("ms", "E2E Latency"),
+    )
     r = _requests(84)
     rows = [[r["id"][i], r["ttft"][i], r["total"][i], r["decode"][i] * 0.3] for i in range(N)]
     c.add(

@@ -174,15 +174,17 @@ def _run(
     meta: dict[str, str | float] = {"format": NAME, "layout": table.layout}
     output_tokens = _tokens(table, mapping, "output_tokens", source)
     run_doubts = list(doubts)
-    run_doubts += unit_doubts(
-        [(u, values[u.column]) for u in _latency_uses(mapping)], ok, output_tokens, where
-    )
+    checked = [(u, values[u.column]) for u in _latency_uses(mapping)]
     total = measured.get("total")
     start, time_doubts = _times(table, mapping, source, ok)
     run_doubts += time_doubts
     if total is None and start is not None:
-        total, note = _span(table, mapping, source, start)
-        notes += [note] if note else []
+        span = _span(table, mapping, source)
+        if span is not None:
+            total = span[1]
+            checked.append(span)
+            notes.append(f"{where}: end to end read as {span[0].column} (no total column)")
+    run_doubts += unit_doubts(checked, ok, output_tokens, where)
     run_doubts += impossible_rows(measured.get("ttft"), total, ok, where)
     itl, itl_doubts = _itl(table, mapping, source, ok, measured.get("ttft"), output_tokens, meta)
     run_doubts += itl_doubts
@@ -290,27 +292,23 @@ def _time_unit(use: ColumnUse, raw: FloatArray) -> tuple[str, list[Doubt]]:
     ]
 
 
-def _span(
-    table: Table, mapping: Mapping, source: str, start: FloatArray
-) -> tuple[FloatArray | None, str | None]:
-    """The end to end from `end_time - start_time`, when the table gives no total."""
+def _span(table: Table, mapping: Mapping, source: str) -> tuple[ColumnUse, FloatArray] | None:
+    """The end to end from `end_time - start_time` (numbers), when the table gives no total;
+    with the reading it comes from, so that its unit is checked like a column's."""
     end_use = mapping.one(TIME, "end_time")
     start_use = mapping.one(TIME, "start_time")
     if end_use is None or start_use is None:
-        return None, None
-    s_raw, e_raw = (
-        numbers_of(table, start_use.column, source),
-        numbers_of(table, end_use.column, source),
-    )
+        return None
+    s_raw = numbers_of(table, start_use.column, source)
+    e_raw = numbers_of(table, end_use.column, source)
     if s_raw is None or e_raw is None:
-        return None, None
+        return None
     s_unit, _ = _time_unit(start_use, s_raw)
     e_unit, _ = _time_unit(end_use, e_raw)
     span = (e_raw / PER_SECOND[e_unit] - s_raw / PER_SECOND[s_unit]) * 1000.0
-    return span, (
-        f"{source}: end to end read as {cut(end_use.column, 60)} - "
-        f"{cut(start_use.column, 60)} (no total column)"
-    )
+    name = f"{cut(end_use.column, 60)} - {cut(start_use.column, 60)}"
+    use = ColumnUse(name, METRIC, "total", e_unit, end_use.unit_from)
+    return use, span
 
 
 def _itl(
