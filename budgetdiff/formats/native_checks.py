@@ -48,6 +48,15 @@ def marker_failed(table: Table, use: ColumnUse, source: str) -> BoolArray:
     if use.target in ("error", "failed"):
         return failed(table, use.column, source)
     arr = decoded(table.get(use.column))
+    kind = arr.type
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind):  # in bulk: codes or 1/0
+        values = as_float(table, use.column, source)
+        with np.errstate(invalid="ignore"):
+            if use.target == "status":
+                return np.isfinite(values) & ~((values >= 200) & (values < 300))
+            return np.asarray(values == 0, dtype=bool)
+    if pa.types.is_boolean(kind):
+        return np.array([f is False for f in arr.to_pylist()], dtype=bool)
     values = arr.to_pylist()
     out = np.zeros(len(values), dtype=bool)
     for i, value in enumerate(values):
@@ -86,6 +95,7 @@ _SUMMARY_LABELS = frozenset(
     | {"min", "std", "stdev", "stddev", "sum", "total", "count", "summary", "overall", "all"}
 )
 _PERCENTILE_LABEL = re.compile(r"^p\d{1,2}(\.\d+)?$")
+_KERNELS_FROM_ROWS = 20_000  # as native_columns: below it a loop beats importing the kernels
 
 
 def summary_rows(
@@ -99,10 +109,7 @@ def summary_rows(
         arr = decoded(table.get(use.column))
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
             continue
-        for i, value in enumerate(arr.to_pylist()):
-            text = (value or "").strip().lower()
-            if text in _SUMMARY_LABELS or _PERCENTILE_LABEL.match(text):
-                mask[i] = True
+        mask = _labelled(arr)
         if mask.any():
             return mask, f"labelled as statistics in column {cut(use.column, 80)!r}"
     trailing = _statistic_rows(latencies, n)
@@ -110,6 +117,23 @@ def summary_rows(
         mask[n - trailing :] = True
         return mask, "equal to the statistics (mean, percentiles, max) of the rows above"
     return mask, None
+
+
+def _labelled(arr: pa.Array) -> BoolArray:
+    """Which cells of a text column are a statistic's label (mean, p95, max, ...)."""
+    if len(arr) < _KERNELS_FROM_ROWS:  # a loop: no pyarrow.compute import (start-up)
+        texts = [(v or "").strip().lower() for v in arr.to_pylist()]
+        return np.array(
+            [t in _SUMMARY_LABELS or bool(_PERCENTILE_LABEL.match(t)) for t in texts], dtype=bool
+        )
+    import pyarrow.compute as pc
+
+    text = pc.utf8_lower(pc.utf8_trim_whitespace(arr))
+    hit = pc.or_(
+        pc.is_in(text, value_set=pa.array(sorted(_SUMMARY_LABELS))),
+        pc.match_substring_regex(text, _PERCENTILE_LABEL.pattern),
+    )
+    return np.asarray(pc.fill_null(hit, False).to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _tolerance(stat: float) -> float:
@@ -297,8 +321,10 @@ def itl_from_start(
         starts_at_start = bool(np.mean(close) >= 0.8)
     elif tokens is not None:
         same = lengths[has] == tokens[has]
-        rest = np.array([median(itl.values[a + 1 : b]) for a, b in _bounds(itl, has)])
-        starts_at_start = bool(np.mean(same) >= 0.8 and median(firsts / rest) > 3)
+        seconds = itl.values[itl.offsets[:-1][has] + 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = firsts / seconds
+        starts_at_start = bool(np.mean(same) >= 0.8 and median(ratio[np.isfinite(ratio)]) > 3)
     if not starts_at_start:
         return None
     drop = np.zeros(len(itl.values), dtype=bool)
@@ -306,11 +332,6 @@ def itl_from_start(
     kept_counts = np.maximum(lengths - 1, 0)
     offsets = np.concatenate([[0], np.cumsum(kept_counts)]).astype(np.int64)
     return Itl(values=itl.values[~drop], offsets=offsets)
-
-
-def _bounds(itl: Itl, has: BoolArray) -> list[tuple[int, int]]:
-    idx = np.flatnonzero(has)
-    return [(int(itl.offsets[i]), int(itl.offsets[i + 1])) for i in idx]
 
 
 # ---------------------------------------------------------------- times
