@@ -46,6 +46,8 @@ KIND_WORDS = {
     "infeasible": "SLO not reachable",
     "unmeasured": "a target not measured",
     "scenario_missing": "a scenario not run",
+    "units": "a column's unit looks wrong",
+    "impossible": "rows no request can have",
 }
 # `~` is the terminal's short word; in the comment it is said
 CHANGE_WORDS = {**cells.CHANGE_WORDS, "none": "no clear change"}
