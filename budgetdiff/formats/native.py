@@ -20,6 +20,7 @@ from budgetdiff import numbers
 from budgetdiff.errors import ReadError
 from budgetdiff.formats.native_checks import (
     epoch_unit,
+    figure,
     impossible_rows,
     itl_from_start,
     marker_failed,
@@ -351,7 +352,7 @@ def _itl(
                 Doubt(
                     "units",
                     cut(use.column, 80),
-                    f"{cut(use.column, 80)}: median gap {numbers.given(raw)} read as "
+                    f"{cut(use.column, 80)}: median gap {figure(raw)} read as "
                     f"{use.unit} ({use.unit_from}) - "
                     + ("looks like seconds" if m < 0.1 else "looks like another unit")
                     + "; say the unit in the column's name (such as _s or _ms) or with the "

@@ -198,13 +198,18 @@ def _fits(median_ms: float, use: ColumnUse, low: float, high: float) -> str:
     return "too small for a request" if median_ms < low else "too large for a request"
 
 
+def figure(x: float) -> str:
+    """A median as a message says it: 0.276, 5,823,722, 0.033."""
+    return numbers.num(x) if abs(x) >= 0.1 else f"{x:.2g}"
+
+
 def _unit_doubt(where: str, use: ColumnUse, median_ms: float, why: str, looks: str) -> Doubt:
     raw = median_ms / MS_PER[use.unit or "ms"]
     how = "guessed" if use.unit_from == GUESSED else f"from the {use.unit_from}"
     return Doubt(
         "units",
         cut(use.column, 80),
-        f"{where}: {cut(use.column, 80)}: median {numbers.given(raw)} read as {use.unit} "
+        f"{where}: {cut(use.column, 80)}: median {figure(raw)} read as {use.unit} "
         f"({how}){why} "
         f"- {looks or 'looks like another unit'}; say the unit in the column's name (such as "
         "_s or _ms) or with the budget's `unit:`",

@@ -276,7 +276,8 @@ def normalize(header: str) -> Name:
     base = re.sub(r"[^0-9a-zµ]+", "_", text).strip("_")
     if unit is None:
         suffix = _SUFFIX.match(base)
-        if suffix:  # `queue_time_ms`, `retrieval_s` (the budget's own slice), `e2e_us`
+        if suffix and not suffix.group(1).endswith("_per"):  # `tokens_per_s` is a rate
+            # `queue_time_ms`, `retrieval_s` (the budget's own slice), `e2e_us`
             base, unit, unit_from = suffix.group(1), UNIT_SPELLINGS[suffix.group(2)], FROM_SUFFIX
     return Name(base, unit, unit_from)
 
