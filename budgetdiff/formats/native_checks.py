@@ -8,6 +8,7 @@ wrong); rows no request can have are an `impossible` doubt with their count and 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 
@@ -200,7 +201,9 @@ def _fits(median_ms: float, use: ColumnUse, low: float, high: float) -> str:
 
 def figure(x: float) -> str:
     """A median as a message says it: 0.276, 5,823,722, 0.033."""
-    return numbers.num(x) if abs(x) >= 0.1 else f"{x:.2g}"
+    if abs(x) >= 0.1 or x == 0:
+        return numbers.num(x)
+    return numbers.given(round(x, 1 - math.floor(math.log10(abs(x)))))  # two figures
 
 
 def _unit_doubt(where: str, use: ColumnUse, median_ms: float, why: str, looks: str) -> Doubt:
