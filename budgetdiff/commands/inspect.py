@@ -61,7 +61,9 @@ def describe(run: Run) -> str:
     from budgetdiff.render.text import plain
 
     name = f" · class {plain(run.scenario)}" if run.scenario else ""
-    lines = [f"{plain(run.source, 200)}: {run.meta.get('format', 'unknown')}{name}"]
+    layout = run.meta.get("layout")
+    read = f"{run.meta.get('format', 'unknown')}{f' ({layout})' if layout else ''}"
+    lines = [f"{plain(run.source, 200)}: {read}{name}"]
     arrays = _arrays(run)
     if run.columns:
         rows = []

@@ -111,6 +111,8 @@ def summary_rows(
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
             continue
         mask = _labelled(arr)
+        if mask.sum() > max(20, n // 10):  # not a summary: a class or id that reads like one
+            mask[:] = False
         if mask.any():
             return mask, f"labelled as statistics in column {cut(use.column, 80)!r}"
     trailing = _statistic_rows(latencies, n)

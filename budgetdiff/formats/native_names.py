@@ -140,7 +140,6 @@ RULES: tuple[Rule, ...] = (
             "end_to_end_time",
             "latency",
             "request_latency",
-            "request_time",
             "request_duration",
             "response_time",
             "duration",
