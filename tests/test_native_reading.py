@@ -164,3 +164,19 @@ def test_status_failures_are_said_in_check_and_compare_alike(
     compared = json.loads(capsys.readouterr().out)
     assert compared["failed"] == {"base": failed, "head": failed}
     assert "failures" in [f["kind"] for f in compared["findings"]]
+
+
+def test_a_class_named_like_a_statistic_is_a_class_not_a_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = "workload,ttft_ms,total_ms\n" + "".join(
+        f"{'all' if i % 2 else 'chat'},{100 + i},{2000 + i}\n" for i in range(100)
+    )
+    t, b = _files(tmp_path, text)
+    main(["check", "--head", str(t), "--budget", str(b), "--output", "json"], {})
+    report = json.loads(capsys.readouterr().out)
+    assert {s["name"]: s["requests"]["head"] for s in report["scenarios"]} == {
+        "chat": 50,
+        "all": 50,
+    }
+    assert not [f for f in report["findings"] if f["kind"] == "impossible"]
