@@ -53,6 +53,7 @@ from budgetdiff.formats.native_names import (
     TOKENS,
     UNUSED,
     cut,
+    normalize,
 )
 from budgetdiff.formats.native_sniff import has_slices, sniff
 from budgetdiff.formats.native_tables import NAME, ArrowTable, Table
@@ -85,7 +86,7 @@ def _runs(table: Table, source: str, options: ReadOptions) -> list[Run]:
     _require(mapping, table, source, options)
     doubts: list[Doubt] = []
     latencies = {u.column: _ms(table, u, source) for u in _latency_uses(mapping)}
-    labels = [u for u in mapping.uses if u.role in (ID, CLASS, UNUSED)]
+    labels = [u for u in mapping.uses if u.role in (ID, CLASS) or _label_column(u)]
     dropped, how = summary_rows(table, labels, latencies)
     if dropped.any():
         first = int(np.flatnonzero(dropped)[0])
@@ -106,6 +107,18 @@ def _runs(table: Table, source: str, options: ReadOptions) -> list[Run]:
         _run(table.subset(mask), mapping, source, name, doubts)
         for name, mask in _classes(table, classes.column, source)
     ]
+
+
+# Unused columns a harness writes a summary row's label in (`mean`, `p95`): by their names only,
+# so that a table of many text columns is not scanned cell by cell.
+_LABEL_COLUMNS = frozenset(
+    {"", "name", "label", "stat", "statistic", "statistics", "metric", "type", "kind", "row"}
+    | {"summary", "request", "unnamed_0", "index"}
+)
+
+
+def _label_column(use: ColumnUse) -> bool:
+    return use.role == UNUSED and normalize(use.column).base in _LABEL_COLUMNS
 
 
 def _require(mapping: Mapping, table: Table, source: str, options: ReadOptions) -> None:
