@@ -42,7 +42,14 @@ def _frame(name: str, m: dict[str, Any]) -> pd.DataFrame:
     path = DATA / name
     if name.endswith((".jsonl", ".json")):
         return pd.read_json(path, lines=name.endswith(".jsonl"), dtype=False)
-    return pd.read_csv(path, sep=m.get("sep", ","), keep_default_na=False, na_values=[""])
+    return pd.read_csv(
+        path,
+        sep=m.get("sep", ","),
+        decimal=m.get("decimal", "."),
+        encoding="utf-8-sig",
+        keep_default_na=False,
+        na_values=[""],
+    )
 
 
 def _latency(frame: pd.DataFrame, spec: dict[str, Any]) -> np.ndarray:
@@ -65,8 +72,10 @@ def _failed(frame: pd.DataFrame, m: dict[str, Any], ttft: np.ndarray, total: np.
         texts = column.map(lambda v: "" if v is None or v != v else str(v).strip().lower())
         return texts.map(lambda t: t not in OK_ERRORS).to_numpy(dtype=bool) | empty
     if rule == "status":
-        codes = pd.to_numeric(column).to_numpy(dtype=float)
-        return ~((codes >= 200) & (codes < 300)) | empty
+        words = column.map(lambda v: str(v).strip().lower())
+        codes = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
+        ok = ((codes >= 200) & (codes < 300)) | words.isin(["ok", "success"]).to_numpy()
+        return ~ok | empty
     values = column.map(lambda v: str(v).strip().lower() in ("true", "1"))
     return ~values.to_numpy(dtype=bool) | empty
 
@@ -143,5 +152,5 @@ def test_the_corpus_files_are_what_the_tool_writes(tmp_path: Path) -> None:
         ns[part](corpus)
     ns["classes_and_times"](corpus)
     for name, text in corpus.files.items():
-        assert (DATA / name).read_text(encoding="utf-8") == text, name
+        assert (DATA / name).read_bytes() == text.encode("utf-8"), name
     assert json.loads((DATA / "MANIFEST.json").read_text()) == corpus.manifest

@@ -73,6 +73,11 @@ def _csv(header: list[str], rows: list[list[Any]], sep: str = ",") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _comma(x: float) -> str:
+    """A number as a spreadsheet in a comma-decimal locale writes it: 1234,567."""
+    return repr(round(float(x), 6)).replace(".", ",")
+
+
 def _jsonl(rows: list[dict[str, Any]]) -> str:
     def plain(v: Any) -> Any:
         if isinstance(v, np.integer):
@@ -157,6 +162,23 @@ def spreadsheet(c: Corpus) -> None:
         sep=";",
         ttft=_col("ms", "ttft_ms"),
         total=_col("ms", "total_ms"),
+    )
+    r = _requests(34)
+    header = '"Request ID";"TTFT (ms)";"E2E Latency (s)";"Status"'
+    lines = [
+        f"{r['id'][i]};{_comma(r['ttft'][i])};{_comma(r['total'][i] / 1000)};"
+        + ("OK" if r["rng"][i] > 0.05 else "Error")
+        for i in range(N)
+    ]
+    c.add(
+        "excel_eu_decimal_comma.csv",
+        "\ufeff" + "\r\n".join([header, *lines]) + "\r\n",
+        expect="right",
+        sep=";",
+        decimal=",",
+        ttft=_col("ms", "TTFT (ms)"),
+        total=_col("s", "E2E Latency (s)"),
+        failed={"rule": "status", "column": "Status"},
     )
     r = _requests(33)
     objs = [
@@ -607,7 +629,7 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     c.files["budget.yml"] = BUDGET
     for name, text in c.files.items():
-        (OUT / name).write_text(text, encoding="utf-8")
+        (OUT / name).write_bytes(text.encode("utf-8"))
     (OUT / "MANIFEST.json").write_text(json.dumps(c.manifest, indent=1, sort_keys=True) + "\n")
     print(f"{len(c.manifest)} tables in {OUT}")
 
