@@ -85,6 +85,8 @@ def map_columns(columns: list[str], options: ReadOptions, source: str) -> Mappin
     for column in columns:
         stated = normalize(column)
         rule = rule_for(column)
+        if rule is not None and rule.unit is None and stated.unit is not None:
+            rule = None  # `error_ms`, `id_s`: a duration, not a failure marker or an id
         role, target = (rule.role, rule.target) if rule else (None, None)
         if rule is None and stated.base in wanted_slices and stated.base not in budget_slices:
             role, target = SLICE, stated.base  # the budget's own slice: `retrieval_ms`

@@ -312,9 +312,11 @@ def rule_for(header: str) -> Rule | None:
 def looks_read_worthy(header: str) -> str | None:
     """Why an unmapped column deserves a note (it looks like a latency or a failure)."""
     name = normalize(header)
+    if name.unit is not None:
+        return "looks like a latency"
     if _LOOKS_FAILURE.search(name.base):
         return "looks like a failure marker"
-    if name.unit is not None or _LOOKS_LATENCY.search(name.base):
+    if _LOOKS_LATENCY.search(name.base):
         return "looks like a latency"
     return None
 
