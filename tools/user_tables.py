@@ -425,6 +425,16 @@ def failures(c: Corpus) -> None:
         total=_col("ms", "total_ms"),
         failed={"rule": "status", "column": "status_code"},
     )
+    r = _requests(68)
+    rows = [[r["id"][i], r["ttft"][i], r["total"][i], round(r["rng"][i] * 3, 3)] for i in range(N)]
+    c.add(
+        "error_ms_is_no_failure_marker.csv",
+        _csv(["request_id", "ttft_ms", "total_ms", "error_ms"], rows),
+        expect="right",
+        ttft=_col("ms", "ttft_ms"),
+        total=_col("ms", "total_ms"),
+        note="error_ms",
+    )
     r = _requests(67)
     objs = []
     for i in range(N):
