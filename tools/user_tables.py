@@ -501,6 +501,13 @@ def impossible(c: Corpus) -> None:
         drop_last=3,
         finding="impossible",
     )
+    rows = [["mean", 412.5, 5230.1], ["p50", 380.2, 4990.0], ["p95", 820.7, 9120.4]]
+    c.add(
+        "only_summary_rows.csv",
+        _csv(["metric", "ttft_ms", "total_ms"], rows),
+        expect="exit2",
+        message="a summary, not requests",
+    )
     r = _requests(73)
     rows = [
         [r["id"][i], -r["ttft"][i] if i == 17 else r["ttft"][i], r["total"][i]] for i in range(N)

@@ -88,6 +88,10 @@ def _runs(table: Table, source: str, options: ReadOptions) -> list[Run]:
     latencies = {u.column: _ms(table, u, source) for u in _latency_uses(mapping)}
     labels = [u for u in mapping.uses if u.role in (ID, CLASS) or _label_column(u)]
     dropped, how = summary_rows(table, labels, latencies)
+    if dropped.all():
+        raise ReadError.at(
+            NAME, source, f"every row is {how}: a summary, not requests; write one row per request"
+        )
     if dropped.any():
         first = int(np.flatnonzero(dropped)[0])
         doubts.append(
