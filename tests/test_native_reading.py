@@ -180,3 +180,39 @@ def test_a_class_named_like_a_statistic_is_a_class_not_a_summary(
         "all": 50,
     }
     assert not [f for f in report["findings"] if f["kind"] == "impossible"]
+
+
+def _doubts(header: str, rows: list[str]) -> list[tuple[str, str]]:
+    from budgetdiff.formats import native
+    from budgetdiff.formats.options import ReadOptions
+
+    data = ("\n".join([header, *rows]) + "\n").encode()
+    (run,) = native.read(data, "t.csv", ReadOptions())
+    return [(d.kind, d.subject) for d in run.doubts]
+
+
+@pytest.mark.parametrize(
+    ("header", "row"),
+    [
+        ("queue_ms,prefill_ms,decode_ms", "{a},{b},{c}"),  # tiny parts beside a long decode
+        ("network_ms,total_ms", "{a},{c}"),  # a small slice beside the whole
+        ("ttft_ms,total_ms,output_tokens", "{b}00,{c}00,30000"),  # a ten-minute reasoning answer
+        ("ttft_s,total_s", "0.{b},{a}.{b}"),  # seconds said in the name
+    ],
+)
+def test_plausible_tables_have_no_units_doubt(header: str, row: str) -> None:
+    rng = np.random.default_rng(9)
+    rows = [
+        row.format(
+            a=int(rng.integers(1, 3)), b=int(rng.integers(2, 9)), c=int(rng.integers(4000, 6000))
+        )
+        for _ in range(50)
+    ]
+    assert _doubts(header, rows) == []
+
+
+def test_one_slice_in_another_unit_is_a_units_doubt() -> None:
+    rows = [f"{40 + i},{300 + i},{5.2 + i / 100}" for i in range(50)]  # decode in seconds...
+    assert _doubts("queue_ms,prefill_ms,decode_ms", rows) == []  # ...too small to tell alone
+    rows = [f"{40 + i},{300 + i},{5200000 + i}" for i in range(50)]  # ms in a seconds column
+    assert _doubts("queue_ms,prefill_ms,decode_s", rows) == [("units", "decode_s")]

@@ -184,6 +184,8 @@ _SLICE_HIGH = 3_600_000.0
 _PER_TOKEN = (0.1, 10_000.0)  # a TPOT, ms
 KNOWN_TARGETS = frozenset({*KNOWN_SLICES, *METRICS})
 _RATIO = 1000.0  # a column this many times its siblings is in another unit
+_SIBLING_MIN = 10.0  # ms: below it a sibling is too small to measure others by (queue 2 ms)
+_WHOLES = frozenset({"total", "itl", "tpot"})
 _UNIT_NAME = {"ms": "milliseconds", "s": "seconds", "us": "microseconds", "ns": "nanoseconds"}
 
 
@@ -245,15 +247,20 @@ def unit_doubts(
         low, high = _TYPICAL.get(use.target or "", (0.0, _SLICE_HIGH))
         if m < low or m > high:
             add(use, m, "", _fits(m, use, *_TYPICAL.get(use.target or "", (0.01, high))))
-    # a column a thousand times its siblings
-    positive = {c: m for c, m in medians.items() if m > 0}
+    # a column a thousand times its siblings: among the parts of a request (slices, TTFT), not
+    # the total (a long answer dwarfs every part), nor a decode the token counts can vouch for
+    parts = {
+        u.column: medians[u.column]
+        for u, _ in columns
+        if u.target not in _WHOLES and medians.get(u.column, 0) > 0
+    }
     for use, _ in columns:
-        m = positive.get(use.column)
-        others = [v for c, v in positive.items() if c != use.column]
-        if m is None or not others:
+        m = parts.get(use.column)
+        others = [v for c, v in parts.items() if c != use.column]
+        if m is None or not others or (use.target == "decode" and output_tokens is not None):
             continue
         biggest = max(others)
-        if m > _RATIO * biggest and biggest >= 0.1:
+        if m > _RATIO * biggest and biggest >= _SIBLING_MIN:
             add(use, m, f", {numbers.count(round(m / biggest))} times its siblings", "")
     # TTFT above the total
     if "ttft" in by_target and "total" in by_target:
