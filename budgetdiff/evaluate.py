@@ -328,6 +328,7 @@ def evaluate(
             c,
             held_to,
             fail_on,
+            doubts=[*(p.base.doubts if p.base is not None else ()), *p.head.doubts],
             no_base=p.missing,
             base_only=base_only if not scenarios else [],  # said once, with the first
             same_input=same_input,

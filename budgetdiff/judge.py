@@ -23,7 +23,7 @@ from budgetdiff.results import (
     Verdict,
 )
 from budgetdiff.stats import normal_quantile
-from budgetdiff.table import UNATTRIBUTED
+from budgetdiff.table import UNATTRIBUTED, Doubt
 
 if TYPE_CHECKING:
     from budgetdiff.history import History, Trend
@@ -52,6 +52,7 @@ def judge(
     same_input: str | None = None,
     accepted: Acceptance | None = None,
     history: History | None = None,
+    doubts: Sequence[Doubt] = (),
 ) -> tuple[list[Finding], Verdict]:
     """Findings for one scenario, and its verdict (pass, warn or fail). With `accepted`, a
     regression that would fail is kept, marked accepted, and fails no more (verdict warn)."""
@@ -71,6 +72,11 @@ def judge(
                 None,
             )
         )
+    # what the readers found wrong in the data: a unit mix-up fails like a breach (a number
+    # shown would be wrong), a summary row left out only informs
+    raw += [
+        _Raw(Kind(d.kind), d.subject, d.message, Kind.BREACH if d.fails else None) for d in doubts
+    ]
     if c is not None:
         raw += _findings(c, budget)
     if c is not None and history is not None:
@@ -173,6 +179,18 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
     counted = c.base is not None and c.base.requests and c.head.requests
     if counted and c.head.failed and c.head.failed < (c.head.requests or 0):
         out.append(_failure_rate(c, budget.regression.confidence))
+    elif c.base is None and c.head.requests and 0 < c.head.failed < c.head.requests:
+        # check: the failures said as compare says them (the percentiles are of the rest)
+        out.append(
+            _Raw(
+                Kind.FAILURES,
+                "requests",
+                f"{count(c.head.failed)} of {count(c.head.requests)} requests failed "
+                f"({pct(100 * c.head.failed / c.head.requests)}); the percentiles are of the "
+                f"{count(c.head.requests - c.head.failed)} that succeeded",
+                None,
+            )
+        )
     out += [_Raw(Kind.INFEASIBLE, "slo", message, None) for message in c.feasibility]
     return out
 

@@ -13,7 +13,17 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from budgetdiff import __version__, options
-from budgetdiff.commands import check, compare, demo, history, init, rebudget, schema, whatif
+from budgetdiff.commands import (
+    check,
+    compare,
+    demo,
+    history,
+    init,
+    inspect,
+    rebudget,
+    schema,
+    whatif,
+)
 from budgetdiff.commands.output import Edge
 from budgetdiff.formats.registry import names as format_names
 from budgetdiff.options import RunOptions
@@ -44,6 +54,8 @@ EXAMPLES = {
   done""",
     "schema": """example:
   budgetdiff schema > budget.schema.json""",
+    "inspect": """example:
+  budgetdiff inspect results.csv --budget budget.yml""",
     "init": """example:
   budgetdiff init            # budget.yml, .github/workflows/latency.yml, an example pair here
   budgetdiff init service/   # the same in service/; --force overwrites what is there""",
@@ -335,6 +347,13 @@ COMMANDS = (
         history.run,
     ),
     Command("demo", "run compare on bundled example data", _REPORT, RunOptions, demo.run),
+    Command(
+        "inspect",
+        "show how a file is read: each column's role and unit, counts, the first rows",
+        (inspect.arguments,),
+        inspect.InspectOptions,
+        inspect.run,
+    ),
     Command(
         "init",
         "write a commented budget.yml, a workflow and an example pair to start from",

@@ -13,6 +13,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Literal
 
 from budgetdiff.stats import Attainment
+from budgetdiff.table import ColumnUse
 
 if TYPE_CHECKING:  # computed by the compute stage, which builds on these types
     from budgetdiff.rebudget import Proposal
@@ -41,6 +42,8 @@ class Kind(Word):
     FAILURES = "failures"
     NOT_COMPARABLE = "not_comparable"
     MISSING_SLICE = "missing_slice"
+    UNITS = "units"
+    IMPOSSIBLE = "impossible"
     INCONCLUSIVE = "inconclusive"
     INFEASIBLE = "infeasible"
     UNMEASURED = "unmeasured"
@@ -137,6 +140,7 @@ class Side:
     meta: dict[str, str | float]
     goodput_rps: float | None = None  # good requests per second of benchmark time
     held_to: tuple[str, ...] = ()  # the SLO metrics `attainment` holds each request to
+    columns: tuple[ColumnUse, ...] = ()  # how a native table's columns were read
 
     @property
     def format(self) -> str:

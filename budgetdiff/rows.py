@@ -553,6 +553,7 @@ def prepared_side(prep: Prepared, att: stats.Attainment | None = None) -> Side:
         meta=dict(prep.run.meta),
         goodput_rps=att.good / duration if att is not None and duration else None,
         held_to=prep.held_to if att is not None else (),
+        columns=prep.run.columns,
     )
 
 

@@ -95,6 +95,31 @@ def histogram_quantile(h: Histogram, p: float) -> tuple[float, float, float]:
 
 
 @dataclass(frozen=True)
+class ColumnUse:
+    """How one column of a table was read: its role (slice, metric, tokens, id, failure, time,
+    class, unused), what it stands for, its unit and how that unit was decided."""
+
+    column: str
+    role: str
+    target: str | None = None  # the slice, metric or field it is read as
+    unit: str | None = None  # ms, s, us, ns for a duration or a time; None otherwise
+    unit_from: str | None = None  # suffix, header bracket, budget unit:, guessed
+    note: str | None = None  # why it is not used, or what is odd about it
+
+
+@dataclass(frozen=True)
+class Doubt:
+    """What a reader found wrong in data it could still read: a `units` mix-up or rows no
+    request can have (`impossible`). The judge turns each into a finding; `fails` says
+    whether it fails the check (a number the report shows would be wrong) or only informs."""
+
+    kind: str
+    subject: str
+    message: str
+    fails: bool = True
+
+
+@dataclass(frozen=True)
 class Run:
     """One run (one scenario) of one benchmark, every latency in milliseconds.
 
@@ -125,6 +150,9 @@ class Run:
     # per-request TPOT as the tool defines it, where that is not (total - TTFT) / (tokens - 1)
     # (inference-perf: last token - first token); None: that formula
     tpot: FloatArray | None = None
+    # a table's reading, column by column (native tables), and what it found wrong in the data
+    columns: tuple[ColumnUse, ...] = ()
+    doubts: tuple[Doubt, ...] = ()
 
     @property
     def succeeded(self) -> BoolArray:

@@ -19,7 +19,7 @@ def sample_roots() -> list[Path]:
 
 def sample_files() -> list[Path]:
     """Every tool file under the sample roots (not tests/data's GitHub descriptions, notes, the
-    fuzzer's seeds, which are cut-downs of these, or the hand-made native tables)."""
+    fuzzer's seeds, which are cut-downs of these, or the hand-made user tables)."""
     return sorted(
         p
         for root in sample_roots()

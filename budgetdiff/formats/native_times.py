@@ -28,35 +28,9 @@ def _relative_seconds(ints: pa.Array, per_second: float, source: str) -> FloatAr
     return np.asarray(floats.to_numpy(zero_copy_only=False), dtype=np.float64) / per_second
 
 
-def start_and_end(table: Table, source: str) -> tuple[FloatArray, FloatArray]:
-    """`start_time` and `end_time` in seconds from one origin, so that end - start is each
-    request's end to end: each column checked on its own, then both converted as one."""
-    start = start_times(table, source)
-    end = start_times(table, source, "end_time")
-    kinds = [decoded(table.get(c)).type for c in ("start_time", "end_time")]
-    if all(pa.types.is_floating(k) or pa.types.is_null(k) for k in kinds):
-        return start, end  # seconds as written: one origin already
-    both = _Both(pa.concat_arrays([decoded(table.get(c)).cast(pa.string()) for c in _NAMES]))
-    joint = start_times(both, source)
-    return joint[: table.n], joint[table.n :]
-
-
-_NAMES = ("start_time", "end_time")
-
-
-class _Both(Table):
-    """Both time columns end to end as one text column, converted from one origin."""
-
-    def __init__(self, arr: pa.Array) -> None:
-        super().__init__("times", ["start_time"])
-        self._arr = arr
-
-    def get(self, column: str) -> pa.Array:
-        return self._arr
-
-
-def start_times(table: Table, source: str, column: str = "start_time") -> FloatArray:
-    """`start_time` in seconds (any origin): numbers, timestamps or dates, or ISO 8601 text."""
+def start_times(table: Table, column: str, source: str) -> FloatArray:
+    """A start time column in seconds (any origin): numbers, timestamps or dates, or ISO 8601
+    text."""
     arr = decoded(table.get(column))
     kind = arr.type
     if pa.types.is_floating(kind) or pa.types.is_null(kind):
@@ -73,12 +47,12 @@ def start_times(table: Table, source: str, column: str = "start_time") -> FloatA
         blank = pc.fill_null(pc.match_substring_regex(arr, NULL_TEXT), True)
         number = pc.fill_null(pc.match_substring_regex(arr, NUMBER, ignore_case=True), False)
         if not pc.all(pc.or_(blank, number)).as_py():
-            return _iso_times(arr, blank, number, source, column)
+            return _iso_times(arr, blank, number, column, source)
     return as_float(table, column, source)
 
 
 def _iso_times(
-    arr: pa.Array, blank: pa.Array, number: pa.Array, source: str, column: str
+    arr: pa.Array, blank: pa.Array, number: pa.Array, column: str, source: str
 ) -> FloatArray:
     """ISO 8601 text as seconds; else the row that is neither a number nor such a time."""
     import pyarrow.compute as pc
@@ -120,3 +94,25 @@ def _iso(value: str) -> bool:
             continue
         return True
     return False
+
+
+def span_seconds(table: Table, start: str, end: str, source: str) -> FloatArray:
+    """`end - start` in seconds for time columns that are not plain numbers (timestamps, dates,
+    ISO 8601 text): both converted as one column, so that they share one origin."""
+    s, e = decoded(table.get(start)), decoded(table.get(end))
+    if s.type != e.type:
+        s, e = s.cast(pa.string()), e.cast(pa.string())
+    joint = start_times(_Joint(pa.concat_arrays([s, e])), start, source)
+    return joint[table.n :] - joint[: table.n]
+
+
+class _Joint(Table):
+    """Two time columns end to end, read as one."""
+
+    def __init__(self, arr: pa.Array) -> None:
+        super().__init__("times", ["times"])
+        self.n = len(arr)
+        self._arr = arr
+
+    def get(self, column: str) -> pa.Array:
+        return self._arr

@@ -21,6 +21,8 @@ KIND_WORDS = {
     Kind.FAILURES: "some requests failed",
     Kind.NOT_COMPARABLE: "different workloads",
     Kind.MISSING_SLICE: "time in no slice",
+    Kind.UNITS: "a column's unit looks wrong",
+    Kind.IMPOSSIBLE: "rows no request can have",
     Kind.INCONCLUSIVE: "too few requests to tell",
     Kind.INFEASIBLE: "SLO not reachable",
     Kind.UNMEASURED: "a target not measured",
