@@ -7,13 +7,11 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
-from scipy import special
 from scipy import stats as sps
 
 from budgetdiff.stats import (
     Change,
     attainment,
-    betainc,
     compare_percentile,
     decide,
     holm,
@@ -21,8 +19,10 @@ from budgetdiff.stats import (
     normal_cdf,
     normal_quantile,
     percentile,
+    percentiles,
     two_proportion_p,
 )
+from budgetdiff.stats.distributions import beta_quantile, t_quantile, t_two_sided_p, welch_df
 
 
 def _change(base: float, delta: float, p_value: float | None, needed: int | None = None) -> Change:
@@ -208,27 +208,32 @@ def test_attainment_clopper_pearson_matches_scipy(k: int, n: int, confidence: fl
     assert a.ci_pct[1] == pytest.approx(100 * hi, abs=1e-9)
 
 
-@pytest.mark.parametrize(("a", "b"), [(0.5, 0.5), (1, 1), (3, 17), (200, 5), (1e4, 2e4)])
-def test_betainc_matches_scipy(a: float, b: float) -> None:
-    for x in (1e-6, 0.01, 0.3, 0.5, 0.9, 0.999):
-        assert betainc(a, b, x) == pytest.approx(float(special.betainc(a, b, x)), abs=1e-12)
-
-
-def test_the_normal_distribution_is_the_standard_librarys_to_the_bit() -> None:
-    """stats carries NormalDist's inv_cdf (AS241) and cdf so that start-up skips `statistics`:
-    the same floats, in the centre, in both tails and past r = 5 (p below 1e-11)."""
-    rng = np.random.default_rng(7)
-    probs = np.concatenate(
-        [rng.random(5000), np.logspace(-300, -1, 2000), 1 - np.logspace(-16, -1, 2000)]
-    )
-    standard = NormalDist()
-    for prob in probs[(probs > 0) & (probs < 1)].tolist():
-        assert normal_quantile(prob) == standard.inv_cdf(prob), prob
-    for z in np.concatenate([rng.normal(0, 3, 5000), np.linspace(-40, 40, 801)]).tolist():
-        assert normal_cdf(z) == standard.cdf(z), z
+def test_the_distributions_answer_the_questions_their_names_ask() -> None:
+    """Thin wrappers over NormalDist and scipy.special: argument order and tails, checked
+    against textbook values and scipy.stats (t table: 2.571 at df 5, 2.228 at df 10)."""
+    assert normal_quantile(0.975) == NormalDist().inv_cdf(0.975)
+    assert normal_cdf(-1.0) == NormalDist().cdf(-1.0)
+    assert t_quantile(0.975, 5.0) == pytest.approx(2.5706, abs=1e-4)
+    assert t_quantile(0.975, 10.0) == pytest.approx(2.2281, abs=1e-4)
+    assert t_quantile(0.975, math.inf) == pytest.approx(1.959964, abs=1e-6)
+    assert t_two_sided_p(2.5706, 5.0) == pytest.approx(0.05, abs=1e-5)
+    assert t_two_sided_p(-1.959964, math.inf) == pytest.approx(0.05, abs=1e-6)
+    assert t_two_sided_p(40.0, 3.0) == pytest.approx(2 * sps.t.sf(40.0, 3.0), rel=1e-9)
+    for df in (1.5, 7.0, 63.0):
+        for prob in (0.6, 0.9, 0.999):
+            assert t_quantile(prob, df) == pytest.approx(sps.t.ppf(prob, df), rel=1e-12)
+    assert beta_quantile(0.025, 3, 17) == pytest.approx(sps.beta.ppf(0.025, 3, 17), rel=1e-12)
+    assert beta_quantile(0.5, 1, 1) == pytest.approx(0.5)
     for outside in (0.0, 1.0, -0.5):
         with pytest.raises(ValueError):
             normal_quantile(outside)
+
+
+def test_welch_df_is_satterthwaite_and_known_variances_count_as_infinite() -> None:
+    # equal variances, 10 degrees of freedom each: (v + v)^2 / (v^2/10 + v^2/10) = 20
+    assert welch_df(4.0, 10.0, 4.0, 10.0) == pytest.approx(20.0)
+    assert welch_df(1.0, math.inf, 1.0, 9.0) == pytest.approx(36.0)
+    assert welch_df(1.0, math.inf, 1.0, math.inf) == math.inf
 
 
 def test_attainment_of_no_requests() -> None:
@@ -237,8 +242,6 @@ def test_attainment_of_no_requests() -> None:
 
 
 def test_other_percentiles_come_from_the_same_selection_exactly() -> None:
-    from budgetdiff.stats import percentiles
-
     rng = np.random.default_rng(11)
     for n in (5, 73, 1000, 4001):
         x = rng.lognormal(3, 0.5, n)
