@@ -148,6 +148,26 @@ def test_decide_respects_min_change_and_min_ms() -> None:
     assert verdicts == ["none", "none", "regression", "none"]
 
 
+def test_a_row_is_never_flagged_while_its_interval_holds_zero() -> None:
+    """Issue 29, item 4: the p-value alone (here from a second test) does not flag a row whose
+    shown interval says "maybe no change"."""
+    through_zero = Change(
+        base=100.0,
+        head=105.2,
+        delta=5.2,
+        delta_pct=5.2,
+        ci=(-0.5, 10.8),
+        p_value=1e-6,
+        mde_pct=None,
+        needed=None,
+        paired=False,
+        note=None,
+    )
+    assert decide([through_zero], min_change=0.0, min_ms=0.0, confidence=0.95) == ["none"]
+    below = _change(100.0, -8.0, 1e-6)  # interval (-9, -7)
+    assert decide([below], min_change=0.0, min_ms=0.0, confidence=0.95) == ["improvement"]
+
+
 def test_decide_improvement_and_inconclusive() -> None:
     better = _change(100.0, -20.0, 1e-6)
     short = _change(100.0, 50.0, None, needed=368)

@@ -36,6 +36,7 @@ def _assert_calibrated(aa: sim.AA) -> None:
     assert aa.reports >= 1000
     assert aa.any_flag / aa.reports <= ALPHA, (aa, low, high)
     assert high <= 0.065, (aa, low, high)
+    assert aa.through_zero == 0, aa  # issue 29: no flagged row's interval holds 0
 
 
 @pytest.mark.parametrize("scenario", sim.CORRELATED, ids=lambda s: s.name.split(":")[0])
@@ -68,12 +69,38 @@ def test_aa_reports_flag_anything_at_most_alpha_for_other_shapes(
 
 
 @pytest.mark.parametrize("n", [200, 1000])
-def test_aa_bimodal_reports_flag_a_regression_at_most_alpha(n: int) -> None:
-    """p95 inside the gap of a bimodal slice: the band that measures the slope spans the gap, so
-    its standard error is rough. Known limit: any flag (either way) is 5-8% here (the docs'
-    table); regressions alone stay within alpha."""
-    aa = sim.run_aa(sim.SHAPES[1], n, REPORTS, seed=1202)
-    assert aa.regression / aa.reports <= ALPHA + allowance(ALPHA)
+def test_aa_bimodal_reports_flag_anything_at_most_alpha(n: int) -> None:
+    """p95 inside the gap of a bimodal slice: the half band that reaches across the gap is
+    steep, and says so (any flag was 5-8% here with one slope over the whole band)."""
+    _assert_calibrated(sim.run_aa(sim.SHAPES[1], n, REPORTS, seed=1202))
+
+
+def test_aa_narrow_slow_mode_default_rules_flag_at_most_8_of_100() -> None:
+    """Issue 29, item 1: 95% of decode ~680 ms (σ 0.03), 5% 1.9x slower, 1,000 requests a side,
+    the default rules (5%, 5 ms). The p95 sits at the edge of the slow mode and jumps between
+    the modes from run to run; one slope over the whole band, taken inside a mode, flagged 17%
+    of A/A reports (39 of 100 in the issue's CLI count)."""
+    aa = sim.run_aa(sim.NARROW_SLOW, 1000, 100, seed=2901, min_change=0.05, min_ms=5.0)
+    assert aa.any_flag <= 8, aa
+    assert aa.through_zero == 0, aa
+
+
+def test_aa_narrow_slow_mode_without_floors_stays_within_alpha() -> None:
+    aa = sim.run_aa(sim.NARROW_SLOW, 1000, 400, seed=2902)
+    assert aa.any_flag / aa.reports <= ALPHA, aa
+    assert aa.through_zero == 0, aa
+
+
+@pytest.mark.parametrize(("n_base", "n_head"), [(300, 3000), (3000, 300)])
+def test_aa_unequal_sizes_flag_neither_way_more_than_3_5pct(n_base: int, n_head: int) -> None:
+    """Issue 29, item 2: Pareto 2.5 slices, 300 requests on one side and 3,000 on the other, no
+    size floors. The small side's percentile and its standard error move together (a low p95
+    has a flat band below it): with one slope over the whole band 5.7% of A/A reports flagged a
+    regression (300 base) and 0.5% an improvement, and the other way round when swapped."""
+    aa = sim.run_aa(sim.PARETO_25, n_base, 600, seed=2903, n_head=n_head)
+    assert aa.regression / aa.reports <= 0.035, aa
+    assert aa.improvement / aa.reports <= 0.035, aa
+    assert aa.through_zero == 0, aa
 
 
 def _budget_for_simulation() -> str:
@@ -189,7 +216,7 @@ def test_a_burst_of_slow_requests_does_not_hide_a_whole_run_shift() -> None:
     head[10:18] *= rng.permutation(np.linspace(1.12, 1.25, 8))
     c = compare_percentile(base, head, P, CONFIDENCE, family_size=5)
     assert c.note is not None and c.note.startswith("autocorrelated in arrival order")
-    assert c.ci is not None and c.ci[0] < 0.1 * c.delta  # the interval alone: barely above 0
+    assert c.ci is not None and c.ci[0] < 0.2 * c.delta  # the interval alone: barely above 0
     assert c.p_value is not None and c.p_value < 1e-3
     assert decide([c], min_change=0.05, min_ms=5.0, confidence=CONFIDENCE) == ["regression"]
 

@@ -29,6 +29,14 @@ def large_enough(c: Change, min_change: float, min_ms: float) -> bool:
     return c.delta != 0.0 and abs(c.delta) >= max(min_change * abs(c.base), min_ms)
 
 
+def interval_agrees(c: Change) -> bool:
+    """The change's interval lies wholly on the side of 0 its estimate is on, or there is no
+    interval to disagree (a change tested on histogram buckets alone)."""
+    if c.ci is None:
+        return True
+    return c.ci[0] > 0.0 if c.delta > 0.0 else c.ci[1] < 0.0
+
+
 def decide(
     changes: Sequence[Change],
     *,
@@ -38,8 +46,10 @@ def decide(
 ) -> list[str]:
     """The one place that decides, per change: regression, improvement, none or inconclusive.
 
-    A regression (improvement) is at least max(min_change * |base|, min_ms) up (down) and
-    significant after Holm over `changes` at 1 - confidence. Too few requests -> inconclusive.
+    A regression (improvement) is at least max(min_change * |base|, min_ms) up (down),
+    significant after Holm over `changes` at 1 - confidence, and its interval lies above
+    (below) 0: a row never reads "regression" beside an interval that says "maybe no change".
+    Too few requests -> inconclusive.
     `min_ms` may be one floor per change (per-token rows take none: 5 ms is a whole token).
     """
     significant = holm([c.p_value for c in changes], 1.0 - confidence)
@@ -49,7 +59,7 @@ def decide(
         if c.needed is not None or c.p_value is None:
             out.append("inconclusive")
             continue
-        if sig and large_enough(c, min_change, floor):
+        if sig and large_enough(c, min_change, floor) and interval_agrees(c):
             out.append("regression" if c.delta > 0.0 else "improvement")
         else:
             out.append("none")
