@@ -113,9 +113,16 @@ def rows(s: Rows) -> Rows:
 
 
 def report(
-    base: Rows, head: Rows, i: int, *, min_change: float = 0.0, min_ms: float = 0.0
+    base: Rows,
+    head: Rows,
+    i: int,
+    *,
+    min_change: float = 0.0,
+    min_ms: float = 0.0,
+    runs: np.ndarray | None = None,
 ) -> tuple[dict[str, str], list[Change]]:
-    """Verdict per row of the i-th report, and its changes (the stats layer, as compare does)."""
+    """Verdict per row of the i-th report, and its changes (the stats layer, as compare does).
+    `runs`: the run of each request, the same on both sides (several runs a side)."""
     changes = [
         compare_percentile(
             base[k][i],
@@ -125,6 +132,8 @@ def report(
             family_size=len(base),
             min_change=min_change,
             min_ms=min_ms,
+            base_runs=runs,
+            head_runs=runs,
         )
         for k in base
     ]
@@ -179,6 +188,32 @@ def run_aa(
             noted += any(c.note and "autocorrelated" in c.note for c in changes)
             through_zero += flagged_through_zero(verdicts, changes)
     return AA(reports, any_flag, regression, noted, improvement, through_zero)
+
+
+def drifting_side(rng: Rng, k: int, runs: int, n: int, drift: float) -> Rows:
+    """`k` sides of `runs` runs of `n` independent requests each, one after the other; each
+    run's decode scaled by its own lognormal(0, drift) factor (run-to-run drift, issue 29)."""
+    s = slices(rng, CORRELATED[0], k * runs, n)
+    s["decode"] = s["decode"] * np.exp(drift * rng.standard_normal((k * runs, 1)))
+    return rows({name: x.reshape(k, runs * n) for name, x in s.items()})
+
+
+def run_drift_aa(reports: int, seed: int, *, runs: int, n: int, drift: float, as_runs: bool) -> AA:
+    """A/A reports of sides of several drifting runs, no size floors; `as_runs`: the stats
+    layer is told which run each request came from."""
+    rng = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(runs), n) if as_runs else None
+    any_flag = regression = improvement = through_zero = 0
+    for start in range(0, reports, 20):
+        k = min(20, reports - start)
+        base, head = (drifting_side(rng, k, runs, n, drift) for _ in "bh")
+        for i in range(k):
+            verdicts, changes = report(base, head, i, runs=labels)
+            any_flag += any(v in ("regression", "improvement") for v in verdicts.values())
+            regression += "regression" in verdicts.values()
+            improvement += "improvement" in verdicts.values()
+            through_zero += flagged_through_zero(verdicts, changes)
+    return AA(reports, any_flag, regression, 0, improvement, through_zero)
 
 
 def scale(name: str, factor: float) -> Shift:

@@ -127,6 +127,36 @@ def test_standard_error_matches_asymptotic_formula() -> None:
     assert float(np.median(rel)) == pytest.approx(0.0267, rel=0.1)
 
 
+def test_one_run_a_side_is_the_side_as_it_is() -> None:
+    rng = np.random.default_rng(12)
+    b, h = rng.lognormal(3, 0.4, 2000), rng.lognormal(3, 0.4, 2000)
+    one = np.zeros(2000, dtype=np.intp)
+    plain = compare_percentile(b, h, 95, 0.95)
+    assert compare_percentile(b, h, 95, 0.95, base_runs=one, head_runs=one) == plain
+    # runs too short for their own interval (p95 needs 72): nothing to estimate drift from
+    short = np.arange(2000) // 50
+    assert compare_percentile(b, h, 95, 0.95, base_runs=short, head_runs=short) == plain
+
+
+def test_runs_that_differ_widen_the_interval_by_the_variance_between_them() -> None:
+    """Four runs a side, each shifted by its own factor: the interval with the runs given is
+    wider than the one that sees only the spread inside the pooled runs, and holds the same
+    change."""
+    rng = np.random.default_rng(13)
+    factors = np.repeat([0.94, 1.0, 1.05, 1.1], 1000)
+    runs = np.repeat(np.arange(4), 1000)
+    b = rng.lognormal(3, 0.3, 4000) * factors
+    h = rng.lognormal(3, 0.3, 4000) * factors[::-1]
+    pooled = compare_percentile(b, h, 95, 0.95)
+    clustered = compare_percentile(b, h, 95, 0.95, base_runs=runs, head_runs=runs)
+    assert pooled.ci is not None and clustered.ci is not None
+    assert clustered.delta == pooled.delta
+    assert clustered.ci[1] - clustered.ci[0] > 1.5 * (pooled.ci[1] - pooled.ci[0])
+    # the runs' own p95s vary by more than their errors: that spread is what was added
+    p95s = [np.percentile(b[runs == r], 95) for r in range(4)]
+    assert np.std(p95s, ddof=1) > 3 * (pooled.ci[1] - pooled.ci[0]) / (2 * 1.96) / math.sqrt(2)
+
+
 def test_holm_hand_example() -> None:
     # alpha 0.05, m = 4: sorted 0.01 <= 0.0125 yes, 0.015 <= 0.01667 yes, 0.03 <= 0.025 no: stop.
     assert holm([0.03, 0.01, 0.2, 0.015], 0.05) == [False, True, False, True]

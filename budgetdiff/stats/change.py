@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -146,6 +146,41 @@ def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()
     )
 
 
+def _with_runs(
+    s: _Side, x: FloatArray, runs: IntArray | None, p: float, confidence: float
+) -> _Side:
+    """A side of several runs (clusters): its percentile's variance gains the variance between
+    runs of the same configuration, which the spread inside one run does not show. Per run,
+    the percentile and its standard error; the between-run variance tau^2 is what the runs'
+    percentiles vary beyond their own errors (method of moments, clipped at 0), and the pooled
+    percentile carries tau^2 * sum(share_r^2). Its degrees of freedom are the runs' minus one,
+    combined with the side's by Welch-Satterthwaite. One run, or a run too short for its own
+    interval: the side as it is."""
+    if runs is None:
+        return s
+    labels, index = np.unique(runs, return_inverse=True)
+    groups = [x[index == i] for i in range(labels.size)]
+    if len(groups) < 2 or min(g.size for g in groups) < needed_for_interval(p, confidence):
+        return s
+    sides = [_side(g, p, confidence) for g in groups]
+    values = np.array([r.value for r in sides])
+    within = float(np.mean([r.se * r.se for r in sides]))
+    tau2 = max(float(values.var(ddof=1)) - within, 0.0)
+    shares = np.array([g.size for g in groups], dtype=np.float64) / x.size
+    between = tau2 * float(shares @ shares)
+    if between == 0.0:
+        return s
+    v = s.se * s.se
+    df = (v + between) ** 2 / (v * v / s.df + between * between / (len(groups) - 1))
+    return replace(
+        s,
+        down=math.sqrt(s.down**2 + between),
+        up=math.sqrt(s.up**2 + between),
+        se=math.sqrt(v + between),
+        df=df,
+    )
+
+
 def interval(x: FloatArray, p: float, confidence: float) -> tuple[float, float] | None:
     """The run's own interval for its p-th percentile (the same standard errors, below and
     above, and Student-t reference as a comparison's), or None with too few values for one."""
@@ -257,13 +292,16 @@ def compare_percentile(
     also: Sequence[float] = (),
     min_change: float = 0.0,
     min_ms: float = 0.0,
+    base_runs: IntArray | None = None,
+    head_runs: IntArray | None = None,
 ) -> Change:
     """Compare the p-th percentile of head with base.
 
     `base` / `head`: per-request values in arrival order, no NaN. `pairs`: index arrays (ib, ih)
     with base[ib[k]] and head[ih[k]] the same request (paired analysis). `family_size`,
     `min_change`, `min_ms`: the rows tested in the report and the size rules of `decide`, used
-    only for the minimum detectable effect.
+    only for the minimum detectable effect. `base_runs` / `head_runs`: the run of each request
+    when a side is several runs of the same configuration (see `_with_runs`).
     """
     if not 0.0 < p < 100.0:
         raise ValueError(f"percentile must be in (0, 100), got {p}")
@@ -278,8 +316,8 @@ def compare_percentile(
     if min(base.size, head.size) < need:
         return _too_few(base, head, p, also=also, needed=need, paired=paired)
 
-    sb = _side(base, p, confidence, also)
-    sh = _side(head, p, confidence, also)
+    sb = _with_runs(_side(base, p, confidence, also), base, base_runs, p, confidence)
+    sh = _with_runs(_side(head, p, confidence, also), head, head_runs, p, confidence)
     test = _test(sb, sh, base, head, p, confidence=confidence, pairs=pairs)
     mde = _mde_pct(sb.value, test.spread, 1.0 - confidence, family_size, min_change, min_ms)
     return Change(
