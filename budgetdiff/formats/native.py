@@ -197,15 +197,12 @@ def _run(
     start, time_doubts = _times(table, mapping, source, ok)
     run_doubts += time_doubts
     if total is None and start is not None:
-        span = _span(table, mapping, source)
-        if span is not None:
-            total, backwards = _forwards(span[1])
-            checked.append((span[0], total))
-            if backwards is not None:  # those requests' end to end: their slices, if any
-                if slices:
-                    total = np.where(backwards, np.sum(list(slices.values()), axis=0), total)
-                run_doubts.append(_ends_before_start(backwards, where, bool(slices)))
-            notes.append(f"{where}: end to end read as {span[0].column} (no total column)")
+        spanned = _total_from_times(table, mapping, source, slices, where)
+        if spanned is not None:
+            total, use, said = spanned
+            checked.append((use, total))
+            run_doubts += said
+            notes.append(f"{where}: end to end read as {use.column} (no total column)")
     run_doubts += unit_doubts(checked, ok, output_tokens, where)
     run_doubts += impossible_rows(measured.get("ttft"), total, ok, where)
     itl, itl_doubts = _itl(table, mapping, source, ok, measured.get("ttft"), output_tokens, meta)
@@ -314,6 +311,22 @@ def _time_unit(use: ColumnUse, raw: FloatArray) -> tuple[str, list[Doubt]]:
             f"{cut(use.column, 60)}_{epoch} to say it",
         )
     ]
+
+
+def _total_from_times(
+    table: Table, mapping: Mapping, source: str, slices: dict[str, FloatArray], where: str
+) -> tuple[FloatArray, ColumnUse, list[Doubt]] | None:
+    """The end to end as `end_time - start_time`, when the table has both; a request that
+    ends before it starts takes the sum of its slices (if any) and is named."""
+    span = _span(table, mapping, source)
+    if span is None:
+        return None
+    total, backwards = _forwards(span[1])
+    if backwards is None:
+        return total, span[0], []
+    if slices:
+        total = np.where(backwards, np.sum(list(slices.values()), axis=0), total)
+    return total, span[0], [_ends_before_start(backwards, where, bool(slices))]
 
 
 def _forwards(span: FloatArray) -> tuple[FloatArray, BoolArray | None]:
