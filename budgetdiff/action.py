@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from budgetdiff import cli
-from budgetdiff.commands import compare
+from budgetdiff.commands import check, compare
 from budgetdiff.commands.output import Edge
 from budgetdiff.errors import PublishError, UsageError
 from budgetdiff.evaluate import TREND_LINK_ENV
@@ -167,6 +167,12 @@ def record(environ: Mapping[str, str], env: Mapping[str, str], code: int) -> Non
         print(actions.command("warning", f"history not written: {exc}", title="budgetdiff"))
 
 
+def _head_alone(o: RunOptions) -> bool:
+    """No base of any kind was given: a check of head (the SLOs and slice budgets, and the
+    history's drift), as `budgetdiff check` does; a base given but missing stays `no_base`."""
+    return not (o.base or o.base_artifact or o.base_ref or o.allow_missing_base)
+
+
 def main(environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
     env: dict[str, str] = dict(environ)
@@ -174,9 +180,11 @@ def main(environ: Mapping[str, str] | None = None) -> int:
     def run() -> int:
         nonlocal env
         o, env = build(environ)
-        return compare.run(
-            o, Edge(environ=env, out=sys.stdout, github=GitHubContext.from_environ(env))
-        )
+        edge = Edge(environ=env, out=sys.stdout, github=GitHubContext.from_environ(env))
+        if _head_alone(o):  # the push-to-main history job: nothing to compare with
+            print(actions.command("notice", "no base given: head checked alone", title="budgetdiff"))
+            return check.run(o, edge)
+        return compare.run(o, edge)
 
     code = cli.guarded(run)
     record(environ, env, code)

@@ -173,3 +173,18 @@ def test_bad_history_inputs_are_exit_2(
     assert action.main(env) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and name in err
+
+
+def test_the_history_example_with_head_alone_checks_and_records(
+    tmp_path: Path, gh: FakeGitHub, remote: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """examples/workflows/history.yml gives `head` and no base of any kind: the Action checks
+    the head alone (as `budgetdiff check`) and records it, instead of a compare's exit 2."""
+    env = action_env(tmp_path, gh, remote, "push", "f" * 40, INPUT_FAIL_ON="never")
+    del env["INPUT_BASE"]
+    env["INPUT_COMMENT"] = "false"
+    assert action.main(env) == 0
+    assert "::notice title=budgetdiff::no base given: head checked alone" in capsys.readouterr().out
+    [line] = branch_file(remote)
+    report = json.loads(line)
+    assert report["commit"] == "f" * 40 and report["mode"] == "check"
