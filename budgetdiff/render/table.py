@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from budgetdiff.numbers import budget_ms, count, interval, ms, num, pct, percentile
 from budgetdiff.render import cells
 from budgetdiff.render.fit import DEFAULT_WIDTH, Column, column, prose, table
+from budgetdiff.render.summary import sentence
 from budgetdiff.render.text import plain
 from budgetdiff.results import Comparison, Row
 
@@ -30,6 +31,7 @@ def _scenario(s: Scenario, width: int | None, *, several: bool) -> list[str]:
     out = [""]
     if several:
         out += prose(f"== scenario {plain(c.name or 'default')}: {s.verdict}", width)
+    out += prose(sentence(s.summary, c.percentile, plain), width)  # the comment's heading
     out += prose(_counts(c), width) + prose(plain(cells.inputs(c), 400), width)
     if c.headline:
         out += prose(plain(c.headline, 200), width)
