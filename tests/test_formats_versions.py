@@ -269,6 +269,33 @@ def test_guidellm_sample_large_enough_is_read_per_request_with_a_note(
     assert any("too few for p99" in n for n in report["notes"])
 
 
+def test_guidellm_leaves_out_warm_up_and_cool_down_as_its_statistics_do() -> None:
+    """GuideLLM >= 0.5 lists every request; its statistics count those in the measured period."""
+    path = GUIDELLM / "guidellm_warmup_cooldown_benchmarks.json"
+    bench = json.loads(path.read_text())["benchmarks"][0]
+    metrics, scheduler = bench["metrics"], bench["scheduler_metrics"]
+    listed = bench["requests"]["successful"]
+    start, end = scheduler["measure_start_time"], scheduler["measure_end_time"]
+    counted = [
+        r for r in listed if r["request_end_time"] >= start and r["request_start_time"] <= end
+    ]
+    assert (len(listed), len(counted)) == (100, 88)
+    run = _only(guidellm, path)
+    assert run.n == metrics["request_totals"]["successful"] == 88
+    assert run.ttft is not None and run.total is not None
+    # GuideLLM's means are exact; all 100 listed requests would give another one
+    ttft = metrics["time_to_first_token_ms"]["successful"]
+    assert np.mean(run.ttft) == pytest.approx(ttft["mean"], rel=1e-9)
+    assert np.mean([r["time_to_first_token_ms"] for r in listed]) != pytest.approx(ttft["mean"])
+    latency = metrics["request_latency"]["successful"]
+    assert np.mean(run.total) == pytest.approx(latency["mean"] * 1000, rel=1e-9)
+    assert np.sort(run.ttft)[-1] == ttft["max"] and np.sort(run.ttft)[0] == ttft["min"]
+    note = run.meta["note"]
+    assert (
+        isinstance(note, str) and "12 of the 100 listed requests ran in GuideLLM's warm-up" in note
+    )
+
+
 # ---------------------------------------------------------------- inference-perf's TPOT
 @pytest.mark.parametrize("side", ["base", "head"])
 def test_inference_perf_tpot_is_the_one_its_summary_uses(

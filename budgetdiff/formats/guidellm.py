@@ -7,6 +7,12 @@ request id. Successful requests are ok, errored ones are failed; incomplete ones
 the benchmark ended) are left out, as GuideLLM's own statistics leave them out. GuideLLM keeps
 no per-token timestamps, so there is no ITL, only decode = total - TTFT.
 
+From 0.5 the lists also hold the warm-up and cool-down requests, which GuideLLM's statistics
+leave out: a request counts when it ends at or after `scheduler_metrics.measure_start_time`
+and starts at or before `measure_end_time` (GuideLLM's `get_within_range`). The others are
+left out here too, with a note; the count kept must equal `metrics.request_totals`, or the
+file's own percentiles are used.
+
 The per-request lists may hold only a sample (GuideLLM's `sample_size`: k of the n requests
 that `metrics.request_totals` counts; 0.8 development versions wrote them empty). A sample
 large enough for the budget's percentile is read per request, with a note saying k of n;
@@ -106,15 +112,32 @@ def _benchmark(
 ) -> tuple[Run, str]:
     meta = dict(base_meta)
     name = _strategy(bench, meta)
-    rows = _rows(bench, where, ctx, meta)
+    rows = _measured(_rows(bench, where, ctx, meta), bench, where, ctx, meta)
     kept, totals = sum(1 for r in rows if r[2]), _totals(bench, where, ctx)
+    if totals is not None and totals[0] < kept:  # GuideLLM counted fewer than the list holds
+        _note(
+            meta,
+            f"{ctx.source}: {where}.requests.successful lists {numbers.count(kept)} requests "
+            f"in the measured period but request_totals counts {numbers.count(totals[0])}; "
+            "the percentiles are GuideLLM's own",
+        )
+        return _from_metrics(bench, where, ctx, meta, totals), name
     if totals is not None and totals[0] > kept:  # the list is a sample of the requests
         if kept < needed_for_interval(options.percentile, CONFIDENCE):
-            return _from_metrics(bench, where, ctx, meta, kept, totals, options.percentile), name
-        meta["note"] = (
+            held = "is empty" if kept == 0 else f"holds {numbers.count(kept)}"
+            _note(
+                meta,
+                f"{ctx.source}: requests.successful {held} of the "
+                f"{numbers.count(totals[0])} successful requests (request_totals), too few "
+                f"for {numbers.percentile(options.percentile)}; the percentiles are "
+                "GuideLLM's own over all of them",
+            )
+            return _from_metrics(bench, where, ctx, meta, totals), name
+        _note(
+            meta,
             f"{ctx.source}: the per-request list is a sample: {numbers.count(kept)} of the "
             f"{numbers.count(totals[0])} "
-            "successful requests (GuideLLM's sample_size); percentiles are estimated from it"
+            "successful requests (GuideLLM's sample_size); percentiles are estimated from it",
         )
     return _per_request(rows, ctx, duration=finite(bench.get("duration")), meta=meta), name
 
@@ -136,6 +159,45 @@ def _rows(bench: dict[str, Any], where: str, ctx: Ctx, meta: dict[str, str | flo
     if isinstance(incomplete, list):
         meta["incomplete"] = float(len(incomplete))
     return rows
+
+
+def _measured(
+    rows: list[_Row], bench: dict[str, Any], where: str, ctx: Ctx, meta: dict[str, str | float]
+) -> list[_Row]:
+    """The requests GuideLLM's statistics count: those overlapping its measured period."""
+    scheduler = bench.get("scheduler_metrics")
+    if not isinstance(scheduler, dict):
+        return rows
+    swhere = f"{where}.scheduler_metrics"
+    start = optional_number(
+        scheduler.get("measure_start_time"), f"{swhere}.measure_start_time", ctx
+    )
+    end = optional_number(scheduler.get("measure_end_time"), f"{swhere}.measure_end_time", ctx)
+    if np.isnan(start) or np.isnan(end):
+        return rows
+    kept = []
+    for row, rwhere, good in rows:
+        began = optional_number(row.get("request_start_time"), f"{rwhere}.request_start_time", ctx)
+        ended = optional_number(row.get("request_end_time"), f"{rwhere}.request_end_time", ctx)
+        if np.isnan(ended):  # a file without per-request times: nothing to tell apart
+            return rows
+        if ended >= start and (began <= end if not np.isnan(began) else ended <= end):
+            kept.append((row, rwhere, good))
+    left_out = len(rows) - len(kept)
+    if left_out:
+        _note(
+            meta,
+            f"{ctx.source}: {numbers.count(left_out)} of the {numbers.count(len(rows))} listed "
+            "requests ran in GuideLLM's warm-up or cool-down and are left out, as its own "
+            "statistics leave them out",
+        )
+    return kept
+
+
+def _note(meta: dict[str, str | float], text: str) -> None:
+    """Add a sentence to the reader's note on the file."""
+    old = meta.get("note")
+    meta["note"] = f"{old}; {text}" if isinstance(old, str) else text
 
 
 def _per_request(
@@ -214,9 +276,7 @@ def _from_metrics(
     where: str,
     ctx: Ctx,
     meta: dict[str, str | float],
-    kept: int,
     totals: tuple[int, int],
-    p: float,
 ) -> Run:
     """The file's own percentiles over every request, when its per-request list is too small."""
     metrics = obj(bench["metrics"], f"{where}.metrics", ctx)
@@ -233,12 +293,6 @@ def _from_metrics(
         }
         for name in names:
             summary[name] = dict(values)
-    held = "is empty" if kept == 0 else f"holds {numbers.count(kept)}"
-    note = (
-        f"{ctx.source}: requests.successful {held} of the "
-        f"{numbers.count(totals[0])} successful requests (request_totals), too few for "
-        f"{numbers.percentile(p)}; the percentiles are GuideLLM's own over all of them"
-    )
     good, bad = totals
     return Run(
         source=ctx.source,
@@ -246,7 +300,7 @@ def _from_metrics(
         summary=summary,
         summary_count=good + bad,
         duration_s=finite(bench.get("duration")),
-        meta={**meta, "failures": float(bad), "note": note},
+        meta={**meta, "failures": float(bad)},
     )
 
 
