@@ -337,4 +337,5 @@ def _side(side: Run | Prepared) -> Side:
         failed=int(failures) if isinstance(failures, float) else 0,
         attainment=None,
         meta=dict(side.meta),
+        failed_known=isinstance(failures, float),
     )
