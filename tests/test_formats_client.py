@@ -22,7 +22,7 @@ MODULES = (vllm, sglang, aiperf, genai_perf, guidellm, llmperf)
 
 # Which sample files each reader owns (every other sample file must not sniff as it).
 OWN = {
-    "vllm": ["generated/vllm/*/vllm_bench_serve.json", "vllm/vllm_aggregate_*"],
+    "vllm": ["generated/vllm/*/vllm_bench_serve.json", "vllm/vllm_*"],
     "sglang": ["generated/sglang/*/sglang_bench_serving.jsonl", "sglang/sglang_aggregate_*"],
     "aiperf": [
         "generated/aiperf/*/profile_export.jsonl",

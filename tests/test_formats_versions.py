@@ -211,6 +211,51 @@ def test_aggregate_pair_compares_with_the_aggregate_note(
     assert report["inputs"]["head"]["schema"] == vllm.AGGREGATE
 
 
+# ---------------------------------------------------------------- vLLM: what some versions write
+VLLM = SAMPLES / "vllm"
+
+
+def test_vllm_placeholders_of_a_run_where_nothing_completed_are_not_read_as_0_ms(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """vLLM writes `np.percentile(ttfts or 0, p)`: 0.0 ms when no request completed."""
+    path = VLLM / "vllm_all_failed_vllm_bench_serve.json"
+    doc = json.loads(path.read_text())
+    assert doc["completed"] == 0 and doc["p99_ttft_ms"] == 0.0
+    agg = _only(vllm, path)
+    assert agg.summary == {} and agg.summary_count == doc["failed"] == 100
+    assert agg.meta["failures"] == 100
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 99\nslo: {ttft: 1200}\n")
+    code, out, _ = run(
+        ["check", "--head", str(path), "--budget", str(budget), "--output", "json"], capsys
+    )
+    report = json.loads(out)
+    assert code == 1 and report["verdict"] == "fail"
+    assert report["failed"]["head"] == report["requests"]["head"] == 100
+    breach = [f for f in report["findings"] if f["kind"] == "breach"]
+    assert breach and "every one of the 100 head requests failed" in breach[0]["message"]
+    assert all(r["head_ms"] is None for r in report["slo"])  # no TTFT 0.00 ms "ok"
+    assert any("placeholders, not measurements" in n for n in report["notes"])
+
+
+def test_vllm_without_latencies_reads_the_end_to_end_from_ttfts_and_itls() -> None:
+    """Versions that write `ttfts` and `itls` but no `latencies`: vLLM's own end to end of a
+    streamed request is TTFT plus its gaps, so its percentiles come back."""
+    path = VLLM / "vllm_no_latencies_vllm_bench_serve.json"
+    doc = json.loads(path.read_text())
+    assert "latencies" not in doc
+    got = _only(vllm, path)
+    assert got.n == doc["completed"] == 100 and got.ttft is not None and got.total is not None
+    assert got.itl is not None
+    for q in (50, 95, 99):
+        assert np.percentile(got.ttft, q) == pytest.approx(doc[f"p{q}_ttft_ms"], rel=1e-9)
+        assert np.percentile(got.itl.values, q) == pytest.approx(doc[f"p{q}_itl_ms"], rel=1e-9)
+        assert np.percentile(got.total, q) == pytest.approx(doc[f"p{q}_e2el_ms"], rel=0.005)
+    note = got.meta["note"]
+    assert isinstance(note, str) and "no per-request 'latencies'" in note
+
+
 # ---------------------------------------------------------------- GuideLLM: empty or sampled lists
 GUIDELLM = SAMPLES / "guidellm"
 

@@ -7,6 +7,12 @@ per-request lists, so `budgetdiff.formats.sglang` reuses `read_results`.
 Without `--save-detailed` (SGLang: `--output-details`) the tool drops the per-request lists
 (`ttfts`, `itls`, `errors`, ...) and keeps its own percentiles, `p99_ttft_ms`, `median_e2el_ms`
 (SGLang: `p99_e2e_latency_ms`), `p95_tpot_ms`, `p99_itl_ms`: that object is an aggregate Run.
+When nothing completed (`completed` 0) vLLM still writes them, as 0.0 (`np.percentile(ttfts or
+0, p)`): placeholders, not measurements, so they are left out and the run is all failures.
+
+Some versions write `ttfts` and `itls` but no `latencies` (vllm/benchmarks/serve.py at
+def9ce85): the end to end is then TTFT plus the inter-token gaps, as vLLM's own latency of a
+streamed request is, with a note.
 """
 
 from __future__ import annotations
@@ -106,6 +112,12 @@ def _one(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str, latency_key: 
     ok = np.array([not e for e in errors], dtype=bool) if errors is not None else np.ones(n, bool)
     ttft = np.where(ok, lists.ttft_s * 1000.0, np.nan)
     gaps_ms = _succeeded_gaps(lists.gaps_s, ok)
+    meta = {**_meta(result, tool), "schema": DETAILED}
+    if latency_key is not None and lists.total_s is None:
+        meta["note"] = (
+            f"{ctx.source}: {prefix}no per-request '{latency_key}': end to end is TTFT plus "
+            "the inter-token gaps"
+        )
     if lists.total_s is not None:
         total = np.where(ok, lists.total_s * 1000.0, np.nan)
         decode = total - ttft
@@ -131,7 +143,7 @@ def _one(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str, latency_key: 
         itl=gaps_ms,
         start_time=lists.start_time,
         duration_s=_opt_float(result, "duration"),
-        meta={**_meta(result, tool), "schema": DETAILED},
+        meta=meta,
     )
 
 
@@ -163,8 +175,8 @@ def _per_request(result: dict[str, Any], ctx: Ctx, prefix: str, latency_key: str
     gaps_s = number_lists(itl_lists, lambda i: f"{prefix}key 'itls'[{i}]", ctx, latency=True)
     lists: dict[str, Any] = {"ttfts": ttft_s, "itls": itl_lists}
     total_s: FloatArray | None = None
-    if latency_key is not None:
-        total_s = numbers(need(latency_key), f"{prefix}key '{latency_key}'", ctx, latency=True)
+    if latency_key is not None and result.get(latency_key) is not None:
+        total_s = numbers(result[latency_key], f"{prefix}key '{latency_key}'", ctx, latency=True)
         lists[latency_key] = total_s
     optional = {
         name: _opt_numbers(result, name, ctx, prefix)
@@ -190,7 +202,15 @@ def _per_request(result: dict[str, Any], ctx: Ctx, prefix: str, latency_key: str
 def _aggregate(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str) -> Run:
     """The tool's own percentiles of a result saved without the per-request lists."""
     summary: dict[str, dict[float, float]] = {}
-    for name, value in result.items():
+    completed = finite(result.get("completed"))
+    failed = finite(result.get("failed"))
+    meta: dict[str, str | float] = {**_meta(result, tool), "schema": AGGREGATE}
+    if completed == 0:  # every statistic is vLLM's 0.0 placeholder: nothing was measured
+        meta["note"] = (
+            f"{ctx.source}: {prefix}no request completed: the file's 0.0 ms percentiles are "
+            "placeholders, not measurements"
+        )
+    for name, value in result.items() if completed != 0 else ():
         match = _SUMMARY_KEY.fullmatch(name)
         if match is None or value is None:  # a metric the run had no data for is null
             continue
@@ -198,9 +218,6 @@ def _aggregate(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str) -> Run:
         ms = number(value, f"{prefix}key '{name}'", ctx, latency=True)
         for out in _SUMMARY_NAMES[match.group(3)]:
             summary.setdefault(out, {}).setdefault(q, ms)  # p50 and median are the same
-    completed = finite(result.get("completed"))
-    failed = finite(result.get("failed"))
-    meta: dict[str, str | float] = {**_meta(result, tool), "schema": AGGREGATE}
     if failed is not None:
         meta["failures"] = failed
     count = None if completed is None else int(completed + (failed or 0.0))
