@@ -27,7 +27,7 @@ OWN = {
     "aiperf": [
         "generated/aiperf/*/profile_export.jsonl",
         "generated/aiperf/*/profile_export_aiperf.json",
-        "aiperf/aiperf_early_schema_*",
+        "aiperf/aiperf_*",
     ],
     "genai-perf": [
         "generated/genai-perf/*/profile_export.json",

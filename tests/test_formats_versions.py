@@ -211,6 +211,61 @@ def test_aggregate_pair_compares_with_the_aggregate_note(
     assert report["inputs"]["head"]["schema"] == vllm.AGGREGATE
 
 
+# ---------------------------------------------------------------- AIPerf: failed and cancelled runs
+@pytest.mark.parametrize(
+    "name",
+    ["aiperf_all_failed_profile_export.jsonl", "aiperf_all_failed_profile_export_aiperf.json"],
+)
+def test_aiperf_run_whose_every_request_failed_is_a_breach_with_its_count(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = AIPERF_EARLY / name
+    got = _only(aiperf, path)  # --format auto finds it
+    assert got.summary == {} or got.ok is not None
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\nslo: {ttft: 1200, total: 6000}\n")
+    code, out, _ = run(
+        ["check", "--head", str(path), "--budget", str(budget), "--output", "json"], capsys
+    )
+    report = json.loads(out)
+    assert code == 1 and report["verdict"] == "fail"
+    assert report["requests"]["head"] == report["failed"]["head"] == 100
+    assert any(
+        f["kind"] == "breach" and "every one of the 100 head requests failed" in f["message"]
+        for f in report["findings"]
+    )
+
+
+def test_aiperf_error_records_keep_the_current_schema_label() -> None:
+    """A failed record has no metric: it says nothing about which schema the file is."""
+    lines = (SAMPLES / "generated/aiperf/base/profile_export.jsonl").read_text().splitlines()
+    failed = (AIPERF_EARLY / "aiperf_all_failed_profile_export.jsonl").read_text().splitlines()
+    data = "\n".join([*lines, failed[0]]).encode()
+    got = aiperf.read(data, "mixed.jsonl", OPTS)[0]
+    assert got.meta["schema"] == "current" and got.ok is not None
+    assert (got.n, int((~got.ok).sum())) == (101, 1)
+
+
+def test_aiperf_cancelled_run_says_so() -> None:
+    """`was_cancelled`: the records AIPerf cancelled are failed and the run is said to have
+    stopped early, in the records and in the aggregate."""
+    lines = (SAMPLES / "generated/aiperf/base/profile_export.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    for record in records[-39:]:  # AIPerf's RequestCancellationError, as 0.1.1's example has it
+        record["metadata"]["was_cancelled"] = True
+        record["metrics"] = {}
+        record["error"] = {"code": 499, "type": "RequestCancellationError", "message": "cancelled"}
+    data = "\n".join(json.dumps(r) for r in records).encode()
+    got = aiperf.read(data, "cancelled.jsonl", OPTS)[0]
+    assert got.ok is not None and int((~got.ok).sum()) == 39
+    note = got.meta["note"]
+    assert isinstance(note, str) and "cancelled 39 of the 100 requests" in note
+    doc = json.loads((SAMPLES / "generated/aiperf/base/profile_export_aiperf.json").read_text())
+    doc["was_cancelled"] = True
+    agg = aiperf.read(json.dumps(doc).encode(), "agg.json", OPTS)[0]
+    assert "cancelled the run" in str(agg.meta["note"])
+
+
 # ---------------------------------------------------------------- vLLM: what some versions write
 VLLM = SAMPLES / "vllm"
 

@@ -9,6 +9,11 @@ Two schemas: the current one (`schema_version` and `aiperf_version` at the top o
 `time_to_first_token`, `benchmark_phase`), and the earlier one of AIPerf 0.1 (autumn 2025): the
 aggregate's metrics wrapped in `records` with `tag` / `header`, no version key, and the short
 names `ttft` / `ttst` (records: `credit_phase`, `timestamp_ns`). Both map to the same names.
+
+A failed request's record has an `error` and often no metrics at all (`"metrics": {}`); a run
+whose every request failed has an aggregate without latency percentiles, only
+`error_request_count`: both are read as that many failed requests. A run AIPerf marks
+`was_cancelled` (stopped before it finished) is read with a note saying so.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from budgetdiff.formats._checks import (
     obj,
     percentiles,
 )
+from budgetdiff.numbers import count
 from budgetdiff.table import FloatArray, Itl, Run
 
 NAME = "aiperf"
@@ -50,7 +56,11 @@ _EARLY_AGGREGATE = re.compile(rb'^\s*\{\s*"records"\s*:\s*\{\s*"\w+"\s*:\s*\{\s*
 # AIPerf 0.1's short metric names -> the current ones
 _EARLY_NAMES = {"ttft": "time_to_first_token", "ttst": "time_to_second_token"}
 EARLY_SCHEMA = "0.1 (records/tag, ttft/ttst)"
-_STATS = re.compile(rb'"(?:time_to_first_token|request_latency)"\s*:\s*\{\s*"unit"')
+_STATS = re.compile(
+    rb'"(?:time_to_first_token|request_latency|error_request_count)"\s*:\s*\{\s*"unit"'
+)
+# a failed request's record: no metric, an `error` object
+_RECORD_FAILED = re.compile(rb'"metrics"\s*:\s*\{\s*\}\s*,\s*"error"\s*:\s*\{')
 
 # the unit strings AIPerf writes, as `ms_per` reads them (it also takes other spellings)
 _MS_PER_UNIT = {"ms": 1.0, "ns": 1e-6, "us": 1e-3, "s": 1000.0}
@@ -73,7 +83,7 @@ def sniff(head: bytes, name: str) -> bool:
     if _EARLY_AGGREGATE.search(head):
         return True
     return (
-        _RECORD_METRIC.search(head) is not None
+        (_RECORD_METRIC.search(head) is not None or _RECORD_FAILED.search(head) is not None)
         and re.search(rb'"metadata"\s*:\s*\{', head) is not None
         and _RECORD_ANY.search(head) is not None
     )
@@ -88,7 +98,8 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
         flat = {_EARLY_NAMES.get(k, k): v for k, v in records.items()}
         config = doc.get("input_config")
         return [_aggregate({**flat, "input_config": config}, ctx, EARLY_SCHEMA)]
-    if _AGGREGATE.search(head) and not _RECORD_METRIC.search(head):
+    per_request = _RECORD_METRIC.search(head) or _RECORD_FAILED.search(head)
+    if _AGGREGATE.search(head) and not per_request:
         doc = obj(load_json(data, ctx), "top level", ctx)
         version = doc.get("schema_version")
         known = isinstance(version, str) and 0 < len(version) <= 20
@@ -113,6 +124,7 @@ class _Records:
     ok: list[bool] = field(default_factory=list)
     has_ttft: bool = False
     early: bool = False  # the early schema's `ttft` key
+    cancelled: int = 0  # records AIPerf marks `was_cancelled`
 
 
 def _records(data: bytes, ctx: Ctx) -> Run:
@@ -129,7 +141,8 @@ def _records(data: bytes, ctx: Ctx) -> Run:
         r.ok.append(not failed)
         latency = _metric(metrics, "request_latency", where, ctx, required=not failed)
         ttft_name = "time_to_first_token" if "time_to_first_token" in metrics else "ttft"
-        r.early = r.early or ttft_name == "ttft"
+        r.early = r.early or "ttft" in metrics  # a failed record has neither name
+        r.cancelled += metadata.get("was_cancelled") is True
         first = _metric(metrics, ttft_name, where, ctx, required=False)
         r.has_ttft = r.has_ttft or not math.isnan(first)
         r.total.append(math.nan if failed else latency)
@@ -184,6 +197,15 @@ def _records_run(r: _Records, ctx: Ctx) -> Run:
         duration = float(np.nanmax(end_arr) - np.nanmin(start_arr))
     isl_arr = np.array(r.isl, dtype=np.float64)
     osl_arr = np.array(r.osl, dtype=np.float64)
+    meta: dict[str, str | float] = {
+        "tool": "aiperf",
+        "schema": EARLY_SCHEMA if r.early else "current",
+    }
+    if r.cancelled:
+        meta["note"] = (
+            f"{ctx.source}: AIPerf cancelled {count(r.cancelled)} of the {count(len(r.ok))} "
+            "requests (was_cancelled): the run stopped before it finished"
+        )
     return Run(
         source=ctx.source,
         n=len(r.ok),
@@ -197,7 +219,7 @@ def _records_run(r: _Records, ctx: Ctx) -> Run:
         itl=itl if lengths.any() else None,
         start_time=None if np.isnan(start_arr).all() else start_arr,
         duration_s=duration,
-        meta={"tool": "aiperf", "schema": EARLY_SCHEMA if r.early else "current"},
+        meta=meta,
     )
 
 
@@ -289,20 +311,23 @@ def _aggregate(doc: dict[str, Any], ctx: Ctx, schema: str) -> Run:
         if values:
             for summary_name in names:
                 summary[summary_name] = dict(values)
-    if "total" not in summary:
-        raise ctx.error("key 'request_latency'", "is missing (no latency percentiles)")
-    count = _avg(doc, "request_count", ctx)  # AIPerf counts the requests that succeeded
+    succeeded = _avg(doc, "request_count", ctx)  # AIPerf counts the requests that succeeded
     errors = _avg(doc, "error_request_count", ctx)
+    if "total" not in summary and not (errors and not succeeded):  # all failed: no percentile
+        raise ctx.error("key 'request_latency'", "is missing (no latency percentiles)")
     duration = _avg(doc, "benchmark_duration", ctx)
     meta = {**_aggregate_meta(doc), "schema": schema}
+    if doc.get("was_cancelled") is True:
+        meta["note"] = f"{ctx.source}: AIPerf cancelled the run (was_cancelled) before it finished"
+    total = succeeded
     if errors is not None:
         meta["failures"] = errors
-        count = (count or 0.0) + errors
+        total = (total or 0.0) + errors
     return Run(
         source=ctx.source,
         n=0,
         summary=summary,
-        summary_count=int(count) if count is not None else None,
+        summary_count=int(total) if total is not None else None,
         duration_s=duration,
         meta=meta,
     )
