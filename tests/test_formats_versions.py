@@ -311,6 +311,25 @@ def test_vllm_without_latencies_reads_the_end_to_end_from_ttfts_and_itls() -> No
     assert isinstance(note, str) and "no per-request 'latencies'" in note
 
 
+def test_vllm_sweep_summary_is_one_scenario_per_run() -> None:
+    """`vllm bench sweep serve`'s summary.json: a JSON array of `bench serve` results."""
+    path = VLLM / "vllm_sweep_summary.json"
+    doc = json.loads(path.read_text())
+    data = path.read_bytes()
+    assert detect.detect(data, path.name, OPTS).module is vllm
+    runs = detect.read(data, path.name, "auto", OPTS)
+    assert [r.scenario for r in runs] == ["concurrency=8, run=0", "concurrency=8, run=1"]
+    for got, result in zip(runs, doc, strict=True):
+        assert got.summary_count == result["completed"] + result["failed"] == 100
+        for key, name in (
+            ("p99_ttft_ms", "ttft"),
+            ("p95_itl_ms", "itl"),
+            ("median_e2el_ms", "total"),
+        ):
+            q = 50.0 if key.startswith("median") else float(key[1:3])
+            assert got.summary[name][q] == result[key]
+
+
 # ---------------------------------------------------------------- GuideLLM: empty or sampled lists
 GUIDELLM = SAMPLES / "guidellm"
 

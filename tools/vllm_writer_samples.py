@@ -16,6 +16,12 @@ writes:
   token totals and throughputs 0, and writes each statistic of the default percentile
   metrics (`ttft,tpot,itl`, `--metric-percentiles 99`) as `np.mean(ttfts or 0) * 1000` etc.:
   0.0. The header keys (`date` ... `max_concurrency`) and `duration` are the run's.
+- `vllm_sweep_summary.json`: a `vllm bench sweep serve` combination's `summary.json` as
+  `vllm/benchmarks/sweep/serve.py` (at 0031557f20f592111a8ea7d709730fad151bdae5) writes it:
+  `json.dump(comb_data, f, indent=4)`, a list of the runs' results, each with `run_number`
+  (`_update_run_data`; no sweep parameters here). The runs are the real `vllm_aggregate_base`
+  and `vllm_aggregate_head` results as runs 0 and 1: their numbers are the tool's, but the two
+  ran against servers of different decode delays, which one sweep combination would not.
 """
 
 from __future__ import annotations
@@ -61,12 +67,22 @@ def all_failed(run: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def sweep_summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**run, "run_number": number} for number, run in enumerate(runs)]
+
+
 def main() -> None:
     run = json.loads((DATA / "generated/vllm/base/vllm_bench_serve.json").read_text())
     for name, make in (("no_latencies", no_latencies), ("all_failed", all_failed)):
         path = DATA / "vllm" / f"vllm_{name}_vllm_bench_serve.json"
         path.write_text(json.dumps(make(run)))  # json.dump(result_json, outfile), as vLLM
         print(path)
+    sides = [
+        DATA / "vllm" / f"vllm_aggregate_{side}_vllm_bench_serve.json" for side in ("base", "head")
+    ]
+    path = DATA / "vllm" / "vllm_sweep_summary.json"
+    path.write_text(json.dumps(sweep_summary([json.loads(p.read_text()) for p in sides]), indent=4))
+    print(path)
 
 
 if __name__ == "__main__":

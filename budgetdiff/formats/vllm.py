@@ -7,6 +7,10 @@ per-request lists, so `budgetdiff.formats.sglang` reuses `read_results`.
 Without `--save-detailed` (SGLang: `--output-details`) the tool drops the per-request lists
 (`ttfts`, `itls`, `errors`, ...) and keeps its own percentiles, `p99_ttft_ms`, `median_e2el_ms`
 (SGLang: `p99_e2e_latency_ms`), `p95_tpot_ms`, `p99_itl_ms`: that object is an aggregate Run.
+`vllm bench sweep serve` keeps each combination's runs in a `summary.json`: a JSON array of
+those results, each with its `run_number` (and the sweep's parameters): one scenario per run,
+named from its load and run number.
+
 When nothing completed (`completed` 0) vLLM still writes them, as 0.0 (`np.percentile(ttfts or
 0, p)`): placeholders, not measurements, so they are left out and the run is all failures.
 
@@ -66,26 +70,42 @@ def sniff(head: bytes, name: str) -> bool:
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     ctx = Ctx(NAME, source, HINT)
-    return read_results(data, ctx, tool="vllm bench serve", latency_key="latencies")
+    return read_results(data, ctx, tool="vllm bench serve", latency_key="latencies", sweep=True)
 
 
-def read_results(data: bytes, ctx: Ctx, *, tool: str, latency_key: str | None) -> list[Run]:
+def read_results(
+    data: bytes, ctx: Ctx, *, tool: str, latency_key: str | None, sweep: bool = False
+) -> list[Run]:
     """Every JSON object of the file as one Run; more than one object means named scenarios.
 
     `latency_key` names the per-request end-to-end list (seconds); without one (SGLang), the
-    total is the time to the last token, TTFT plus the sum of the inter-token gaps.
+    total is the time to the last token, TTFT plus the sum of the inter-token gaps. With
+    `sweep`, a file that is one JSON array (`vllm bench sweep`'s summary.json) holds the runs.
     """
     values = list(iter_json_values(data, ctx))
     if not values:
         raise ctx.error("", "is empty")
-    runs = []
-    for line, value in values:
-        prefix = f"line {line}: " if len(values) > 1 else ""
-        runs.append(_one(obj(value, prefix or "top level", ctx), ctx, prefix, tool, latency_key))
+    if sweep and len(values) == 1 and isinstance(values[0][1], list):
+        results = [(f"[{i}]: ", item) for i, item in enumerate(values[0][1])]
+        if not results:
+            raise ctx.error("top level", "is an empty list (a sweep summary without runs)")
+    else:
+        results = [(f"line {line}: " if len(values) > 1 else "", v) for line, v in values]
+    runs, names = [], []
+    for prefix, value in results:
+        result = obj(value, prefix.rstrip(": ") or "top level", ctx)
+        run = _one(result, ctx, prefix, tool, latency_key)
+        runs.append(run)
+        names.append(_name(run, finite(result.get("run_number"))))
     if len(runs) == 1:
         return runs
-    names = unique_names([load_name(_conc(r), _rate(r)) for r in runs])
-    return [_renamed(r, n) for r, n in zip(runs, names, strict=True)]
+    return [_renamed(r, n) for r, n in zip(runs, unique_names(names), strict=True)]
+
+
+def _name(run: Run, run_number: float | None) -> str:
+    """The load settings, and the sweep's run number where the result has one."""
+    name = load_name(_conc(run), _rate(run))
+    return name if run_number is None else f"{name}, run={run_number:g}"
 
 
 def _conc(run: Run) -> float | None:
