@@ -14,6 +14,7 @@ from budgetdiff.formats import (
     ReadOptions,
     aiperf,
     detect,
+    genai_perf,
     guidellm,
     inference_perf,
     llmperf,
@@ -209,6 +210,27 @@ def test_aggregate_pair_compares_with_the_aggregate_note(
     itl = next(r for r in report["slo"] if r["metric"] == "itl")
     assert itl["head_ms"] > itl["base_ms"]  # decode 10 -> 12 ms per token
     assert report["inputs"]["head"]["schema"] == vllm.AGGREGATE
+
+
+# ---------------------------------------------------------------- AIPerf 0.2 / 0.3 (November 2025)
+def test_aiperf_aggregate_without_schema_version_is_aiperf_with_its_itl() -> None:
+    """genai-perf's shape without a version key: AIPerf's, its inter-chunk latency is the ITL."""
+    path = AIPERF_EARLY / "aiperf_0_3_profile_export_aiperf.json"
+    doc = json.loads(path.read_text())
+    assert "schema_version" not in doc and "aiperf_version" not in doc
+    agg = _only(aiperf, path)
+    assert agg.meta["schema"] == aiperf.NOV_2025_SCHEMA
+    for name, metric in (("itl", "inter_chunk_latency"), ("ttft", "time_to_first_token")):
+        for q in PCTS:
+            assert agg.summary[name][q] == doc[metric][f"p{q:g}"]
+    # the per-request records of the same run give the same ITL
+    records = _only(aiperf, SAMPLES / "generated/aiperf/base/profile_export.jsonl")
+    assert records.itl is not None
+    for q in PCTS:
+        assert np.percentile(records.itl.values, q) == pytest.approx(
+            agg.summary["itl"][q], rel=0.005
+        )
+    assert genai_perf.sniff(path.read_bytes()[:65536], path.name) is False
 
 
 # ---------------------------------------------------------------- AIPerf: failed and cancelled runs

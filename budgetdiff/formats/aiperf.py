@@ -5,10 +5,12 @@ Per-request records carry `{"value": v, "unit": "ms"}` metrics; the inter-chunk 
 request become the ITL. Warm-up records are skipped; records with an `error` are failed
 requests. The aggregate file yields a Run with `n == 0` and `summary` percentiles.
 
-Two schemas: the current one (`schema_version` and `aiperf_version` at the top of the aggregate,
-`time_to_first_token`, `benchmark_phase`), and the earlier one of AIPerf 0.1 (autumn 2025): the
-aggregate's metrics wrapped in `records` with `tag` / `header`, no version key, and the short
-names `ttft` / `ttst` (records: `credit_phase`, `timestamp_ns`). Both map to the same names.
+Three aggregate schemas: the current one (`schema_version` and `aiperf_version` at the top,
+AIPerf 0.4 on), that of AIPerf 0.2 and 0.3 (November 2025: the same metrics, no version key;
+told from genai-perf's file, which it mimics, by AIPerf's own metrics such as
+`inter_chunk_latency` or `benchmark_duration`), and the earlier one of AIPerf 0.1 (autumn
+2025): the metrics wrapped in `records` with `tag` / `header`, and the short names `ttft` /
+`ttst` (records: `credit_phase`, `timestamp_ns`). All map to the same names.
 
 A failed request's record has an `error` and often no metrics at all (`"metrics": {}`); a run
 whose every request failed has an aggregate without latency percentiles, only
@@ -56,6 +58,12 @@ _EARLY_AGGREGATE = re.compile(rb'^\s*\{\s*"records"\s*:\s*\{\s*"\w+"\s*:\s*\{\s*
 # AIPerf 0.1's short metric names -> the current ones
 _EARLY_NAMES = {"ttft": "time_to_first_token", "ttst": "time_to_second_token"}
 EARLY_SCHEMA = "0.1 (records/tag, ttft/ttst)"
+# AIPerf 0.2 / 0.3's aggregate: genai-perf's shape and names, with metrics genai-perf never writes
+AIPERF_ONLY = re.compile(
+    rb'"(?:inter_chunk_latency|benchmark_duration|min_request_timestamp|max_response_timestamp'
+    rb'|error_request_count)"\s*:\s*\{\s*"unit"'
+)
+NOV_2025_SCHEMA = "0.2-0.3 (no schema_version)"
 _STATS = re.compile(
     rb'"(?:time_to_first_token|request_latency|error_request_count)"\s*:\s*\{\s*"unit"'
 )
@@ -78,7 +86,7 @@ _SUMMARY_NAMES = {
 def sniff(head: bytes, name: str) -> bool:
     """A per-request record (`metadata` + `metrics` objects) or the aggregate (`aiperf_version`,
     or AIPerf 0.1's `records` of `tag`ged metrics)."""
-    if _AGGREGATE.search(head) and _STATS.search(head):
+    if (_AGGREGATE.search(head) or AIPERF_ONLY.search(head)) and _STATS.search(head):
         return True
     if _EARLY_AGGREGATE.search(head):
         return True
@@ -99,11 +107,13 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
         config = doc.get("input_config")
         return [_aggregate({**flat, "input_config": config}, ctx, EARLY_SCHEMA)]
     per_request = _RECORD_METRIC.search(head) or _RECORD_FAILED.search(head)
-    if _AGGREGATE.search(head) and not per_request:
+    if (_AGGREGATE.search(head) or AIPERF_ONLY.search(head)) and not per_request:
         doc = obj(load_json(data, ctx), "top level", ctx)
         version = doc.get("schema_version")
         known = isinstance(version, str) and 0 < len(version) <= 20
-        return [_aggregate(doc, ctx, str(version) if known else "current")]
+        if known:
+            return [_aggregate(doc, ctx, str(version))]
+        return [_aggregate(doc, ctx, "current" if "aiperf_version" in doc else NOV_2025_SCHEMA)]
     return [_records(data, ctx)]
 
 
