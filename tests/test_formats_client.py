@@ -27,6 +27,7 @@ OWN = {
     "aiperf": [
         "generated/aiperf/*/profile_export.jsonl",
         "generated/aiperf/*/profile_export_aiperf.json",
+        "generated/aiperf/*/profile_export_aiperf.csv",
         "aiperf/aiperf_*",
     ],
     "genai-perf": [

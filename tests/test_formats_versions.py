@@ -233,6 +233,35 @@ def test_aiperf_aggregate_without_schema_version_is_aiperf_with_its_itl() -> Non
     assert genai_perf.sniff(path.read_bytes()[:65536], path.name) is False
 
 
+# ---------------------------------------------------------------- AIPerf's aggregate CSV
+@pytest.mark.parametrize(
+    ("csv_path", "json_path"),
+    [
+        (
+            "aiperf/aiperf_early_schema_profile_export_aiperf.csv",
+            "aiperf/aiperf_early_schema_profile_export_aiperf.json",
+        ),
+        (
+            "generated/aiperf/base/profile_export_aiperf.csv",
+            "generated/aiperf/base/profile_export_aiperf.json",
+        ),
+    ],
+)
+def test_aiperf_aggregate_csv_gives_the_numbers_of_its_json(csv_path: str, json_path: str) -> None:
+    """`profile_export_aiperf.csv`: the same run's JSON numbers, to AIPerf's two decimals."""
+    from_csv = _only(aiperf, SAMPLES / csv_path)
+    from_json = _only(aiperf, SAMPLES / json_path)
+    assert from_csv.meta["schema"] == aiperf.CSV_SCHEMA
+    assert from_csv.summary_count == from_json.summary_count
+    assert from_csv.meta.get("failures") == from_json.meta.get("failures")
+    assert set(from_csv.summary) == set(from_json.summary)
+    for name, by_q in from_json.summary.items():
+        assert set(from_csv.summary[name]) <= set(by_q)
+        for q, value in from_csv.summary[name].items():
+            assert value == pytest.approx(by_q[q], rel=0.005, abs=0.005), (name, q)
+    assert from_csv.duration_s == pytest.approx(from_json.duration_s, abs=0.005)
+
+
 # ---------------------------------------------------------------- AIPerf: failed and cancelled runs
 @pytest.mark.parametrize(
     "name",

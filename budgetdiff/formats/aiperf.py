@@ -12,6 +12,10 @@ told from genai-perf's file, which it mimics, by AIPerf's own metrics such as
 2025): the metrics wrapped in `records` with `tag` / `header`, and the short names `ttft` /
 `ttst` (records: `credit_phase`, `timestamp_ns`). All map to the same names.
 
+`profile_export_aiperf.csv`, the aggregate as a table (`Metric,avg,min,max,...,p1,p5,...,std`
+rows such as `Time to First Token (ms)`, then `Metric,Value` rows such as `Request Count`),
+gives the same numbers as the JSON of the run, to the two decimals AIPerf writes there.
+
 A failed request's record has an `error` and often no metrics at all (`"metrics": {}`); a run
 whose every request failed has an aggregate without latency percentiles, only
 `error_request_count`: both are read as that many failed requests. A run AIPerf marks
@@ -20,6 +24,8 @@ whose every request failed has an aggregate without latency percentiles, only
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 import re
 from dataclasses import dataclass, field
@@ -64,6 +70,21 @@ AIPERF_ONLY = re.compile(
     rb'|error_request_count)"\s*:\s*\{\s*"unit"'
 )
 NOV_2025_SCHEMA = "0.2-0.3 (no schema_version)"
+CSV_SCHEMA = "aggregate CSV"
+# the CSV's statistics header: AIPerf writes the percentiles rising (genai-perf's fall)
+_CSV = re.compile(rb"^Metric,avg,min,max,(?:sum,)?p1,p5,", re.MULTILINE)
+_CSV_ROW = re.compile(r"(.+?)(?: \(([^()]+)\))?")  # "Time to First Token (ms)", "Request Count"
+# the CSV's row headers -> the JSON's metric names (AIPerf's `header` of each metric)
+_CSV_NAMES = {
+    "Time to First Token": "time_to_first_token",
+    "Request Latency": "request_latency",
+    "Inter Chunk Latency": "inter_chunk_latency",
+    "Decode Duration": "decode_duration",
+    "Inter Token Latency": "inter_token_latency",
+    "Request Count": "request_count",
+    "Error Request Count": "error_request_count",
+    "Benchmark Duration": "benchmark_duration",
+}
 _STATS = re.compile(
     rb'"(?:time_to_first_token|request_latency|error_request_count)"\s*:\s*\{\s*"unit"'
 )
@@ -88,7 +109,7 @@ def sniff(head: bytes, name: str) -> bool:
     or AIPerf 0.1's `records` of `tag`ged metrics)."""
     if (_AGGREGATE.search(head) or AIPERF_ONLY.search(head)) and _STATS.search(head):
         return True
-    if _EARLY_AGGREGATE.search(head):
+    if _EARLY_AGGREGATE.search(head) or _CSV.match(head.lstrip()):
         return True
     return (
         (_RECORD_METRIC.search(head) is not None or _RECORD_FAILED.search(head) is not None)
@@ -100,6 +121,8 @@ def sniff(head: bytes, name: str) -> bool:
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     ctx = Ctx(NAME, source, HINT)
     head = data[:65536]
+    if _CSV.match(head.lstrip()):
+        return [_aggregate(_csv_doc(data, ctx), ctx, CSV_SCHEMA)]
     if _EARLY_AGGREGATE.search(head):
         doc = obj(load_json(data, ctx), "top level", ctx)
         records = obj(key(doc, "records", ctx), "key 'records'", ctx)
@@ -341,6 +364,49 @@ def _aggregate(doc: dict[str, Any], ctx: Ctx, schema: str) -> Run:
         duration_s=duration,
         meta=meta,
     )
+
+
+def _csv_doc(data: bytes, ctx: Ctx) -> dict[str, Any]:
+    """The CSV's rows in the JSON's shape: {"time_to_first_token": {"unit": "ms", "p50": ...}}."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ctx.error("", f"is not UTF-8 text (byte {e.start})") from None
+    if not text.endswith("\n"):  # AIPerf ends every line: a file without one was cut short
+        raise ctx.error("", "is cut short (its last line has no line end)")
+    doc: dict[str, Any] = {}
+    columns: list[str] = []
+    counts = False  # the `Metric,Value` block of counts, after the statistics
+    for line, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if not row or not any(cell.strip() for cell in row):
+            continue
+        if row[0] == "Metric":  # a block's header: its columns name the cells below
+            columns = [cell.strip() for cell in row]
+            counts = counts or columns == ["Metric", "Value"]
+            continue
+        match = _CSV_ROW.fullmatch(row[0].strip())
+        name = _CSV_NAMES.get(match.group(1)) if match else None
+        if match is None or name is None:
+            continue
+        if len(row) != len(columns):
+            raise ctx.error(f"line {line}", f"has {len(row)} cells; its header has {len(columns)}")
+        stats: dict[str, Any] = {"unit": match.group(2) or "requests"}
+        for column, cell in zip(columns[1:], row[1:], strict=False):
+            if cell.strip():
+                where = f"line {line}: {row[0]!r}, column {column!r}"
+                stats["avg" if column == "Value" else column] = _csv_number(cell, where, ctx)
+        doc[name] = stats
+    if not counts:
+        raise ctx.error("", "is cut short (no 'Metric,Value' block of counts)")
+    return doc
+
+
+def _csv_number(cell: str, where: str, ctx: Ctx) -> float:
+    try:
+        value = float(cell)
+    except ValueError:
+        raise ctx.error(where, f"must be a number, not {cell[:40]!r}") from None
+    return number(value, where, ctx)
 
 
 def _avg(doc: dict[str, Any], name: str, ctx: Ctx) -> float | None:

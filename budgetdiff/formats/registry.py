@@ -60,7 +60,7 @@ def _reader(name: str, schema: str, *, json: bool = True) -> Reader:
 READERS = (
     _reader("vllm", "bench serve result"),
     _reader("sglang", "bench_serving result"),
-    _reader("aiperf", "current"),
+    _reader("aiperf", "current", json=False),  # its aggregate CSV too
     _reader("genai-perf", "profile export"),
     _reader("llmperf", "individual responses"),
     _reader("guidellm", "benchmarks"),
