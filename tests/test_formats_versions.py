@@ -262,6 +262,28 @@ def test_aiperf_aggregate_csv_gives_the_numbers_of_its_json(csv_path: str, json_
     assert from_csv.duration_s == pytest.approx(from_json.duration_s, abs=0.005)
 
 
+def test_aiperf_time_sliced_export_is_one_scenario_per_slice() -> None:
+    """`--slice-duration`: each slice's own percentiles, of the requests that started in it."""
+    path = AIPERF_EARLY / "aiperf_timeslices_profile_export_aiperf_timeslices.json"
+    slices = json.loads(path.read_text())["timeslices"]
+    data = path.read_bytes()
+    assert detect.detect(data, path.name, OPTS).module is aiperf
+    assert genai_perf.sniff(data[:65536], path.name) is False
+    runs = detect.read(data, path.name, "auto", OPTS)
+    assert [r.scenario for r in runs] == [f"timeslice {i}" for i in range(len(slices))]
+    for got, piece in zip(runs, slices, strict=True):
+        assert got.meta["schema"] == aiperf.TIMESLICE_SCHEMA
+        assert got.summary_count == piece["request_count"]["avg"]
+        for name, metric in (("ttft", "time_to_first_token"), ("itl", "inter_chunk_latency")):
+            for q in PCTS:
+                assert got.summary[name][q] == piece[metric][f"p{q:g}"]
+    # the slices hold every request of the run, as its own aggregate counts them
+    run_total = json.loads(
+        (SAMPLES / "generated/aiperf/base/profile_export_aiperf.json").read_text()
+    )
+    assert sum(r.summary_count or 0 for r in runs) == run_total["request_count"]["avg"] == 100
+
+
 # ---------------------------------------------------------------- AIPerf: failed and cancelled runs
 @pytest.mark.parametrize(
     "name",

@@ -12,6 +12,11 @@ told from genai-perf's file, which it mimics, by AIPerf's own metrics such as
 2025): the metrics wrapped in `records` with `tag` / `header`, and the short names `ttft` /
 `ttst` (records: `credit_phase`, `timestamp_ns`). All map to the same names.
 
+The time-sliced export (`--slice-duration`: `{"timeslices": [{"timeslice_index": 0, <metric>:
+{...}}, ...]}`) is one scenario per slice, `timeslice 0`, `timeslice 1`, ...: each slice's
+percentiles are of the requests that started in it, so a base and a head slice of the same
+index are compared (a slice AIPerf marks `is_complete: false`, the trailing partial one, says so).
+
 `profile_export_aiperf.csv`, the aggregate as a table (`Metric,avg,min,max,...,p1,p5,...,std`
 rows such as `Time to First Token (ms)`, then `Metric,Value` rows such as `Request Count`),
 gives the same numbers as the JSON of the run, to the two decimals AIPerf writes there.
@@ -28,7 +33,7 @@ import csv
 import io
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -71,6 +76,8 @@ AIPERF_ONLY = re.compile(
 )
 NOV_2025_SCHEMA = "0.2-0.3 (no schema_version)"
 CSV_SCHEMA = "aggregate CSV"
+TIMESLICE_SCHEMA = "time-sliced"
+_TIMESLICES = re.compile(rb'^\s*\{\s*"timeslices"\s*:\s*\[')
 # the CSV's statistics header: AIPerf writes the percentiles rising (genai-perf's fall)
 _CSV = re.compile(rb"^Metric,avg,min,max,(?:sum,)?p1,p5,", re.MULTILINE)
 _CSV_ROW = re.compile(r"(.+?)(?: \(([^()]+)\))?")  # "Time to First Token (ms)", "Request Count"
@@ -111,6 +118,8 @@ def sniff(head: bytes, name: str) -> bool:
         return True
     if _EARLY_AGGREGATE.search(head) or _CSV.match(head.lstrip()):
         return True
+    if _TIMESLICES.search(head) and _STATS.search(head):
+        return True
     return (
         (_RECORD_METRIC.search(head) is not None or _RECORD_FAILED.search(head) is not None)
         and re.search(rb'"metadata"\s*:\s*\{', head) is not None
@@ -123,6 +132,8 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     head = data[:65536]
     if _CSV.match(head.lstrip()):
         return [_aggregate(_csv_doc(data, ctx), ctx, CSV_SCHEMA)]
+    if _TIMESLICES.search(head):
+        return _timeslices(obj(load_json(data, ctx), "top level", ctx), ctx)
     if _EARLY_AGGREGATE.search(head):
         doc = obj(load_json(data, ctx), "top level", ctx)
         records = obj(key(doc, "records", ctx), "key 'records'", ctx)
@@ -364,6 +375,22 @@ def _aggregate(doc: dict[str, Any], ctx: Ctx, schema: str) -> Run:
         duration_s=duration,
         meta=meta,
     )
+
+
+def _timeslices(doc: dict[str, Any], ctx: Ctx) -> list[Run]:
+    """One aggregate Run per slice, named by its place in time."""
+    slices = arr(key(doc, "timeslices", ctx), "key 'timeslices'", ctx)
+    if not slices:
+        raise ctx.error("key 'timeslices'", "is empty")
+    runs = []
+    for i, raw in enumerate(slices):
+        piece = obj(raw, f"key 'timeslices'[{i}]", ctx)
+        run = _aggregate(piece, ctx, TIMESLICE_SCHEMA)
+        if piece.get("is_complete") is False:
+            note = f"{ctx.source}: timeslice {i} is AIPerf's trailing partial slice"
+            run = replace(run, meta={**run.meta, "note": note})
+        runs.append(replace(run, scenario=f"timeslice {i}"))
+    return runs
 
 
 def _csv_doc(data: bytes, ctx: Ctx) -> dict[str, Any]:

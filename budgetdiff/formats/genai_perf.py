@@ -45,7 +45,7 @@ _RAW = re.compile(rb'"experiments"\s*:\s*\[')
 _RAW_ANY = re.compile(rb'"(?:response_timestamps|request_inputs|experiment)"\s*:')
 _STATS = re.compile(rb'"time_to_first_token"\s*:\s*\{\s*"unit"')
 _GENAI_ANY = re.compile(rb'"(?:perf_analyzer|request_goodput|request_throughput)"\s*:')
-_AIPERF = re.compile(rb'"(?:aiperf_version|schema_version)"\s*:')
+_AIPERF = re.compile(rb'"(?:aiperf_version|schema_version|timeslices)"\s*:')
 
 _SUMMARY_NAMES = {
     "time_to_first_token": ("ttft", "first_token"),
