@@ -10,6 +10,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 
+from budgetdiff.errors import InputError
 from budgetdiff.formats import (
     ReadOptions,
     aiperf,
@@ -486,6 +487,29 @@ def test_guidellm_leaves_out_warm_up_and_cool_down_as_its_statistics_do() -> Non
     assert (
         isinstance(note, str) and "12 of the 100 listed requests ran in GuideLLM's warm-up" in note
     )
+
+
+def test_guidellm_yaml_report_reads_as_its_json_twin() -> None:
+    """GuideLLM's own fixture pair (0.3 schema): the same report as YAML and as JSON. Its
+    authors cut the list to 1 of the 46 requests (`request_totals`), too few for p95: both
+    give GuideLLM's own percentiles."""
+    from_yaml = _only(guidellm, GUIDELLM / "guidellm_v0_3_benchmarks_stripped.yaml")
+    from_json = _only(guidellm, GUIDELLM / "guidellm_v0_3_benchmarks_stripped.json")
+    assert from_yaml.summary == from_json.summary
+    assert from_yaml.summary_count == from_json.summary_count == 46
+    doc = json.loads((GUIDELLM / "guidellm_v0_3_benchmarks_stripped.json").read_text())
+    own = doc["benchmarks"][0]["metrics"]["time_to_first_token_ms"]["successful"]["percentiles"]
+    assert (
+        from_yaml.summary["ttft"][95.0] == own["p95"]
+        and from_yaml.summary["ttft"][99.0] == own["p99"]
+    )
+    assert "holds 1 of the 46" in str(from_yaml.meta["note"])
+
+
+def test_yaml_anchors_are_refused_not_expanded() -> None:
+    bomb = b"benchmarks:\n- type_: generative_benchmark\n  a: &a [x, x]\n  b: [*a, *a]\n"
+    with pytest.raises(InputError, match="line 3 uses a YAML anchor or alias"):
+        guidellm.read(bomb, "benchmarks.yaml", OPTS)
 
 
 # ---------------------------------------------------------------- inference-perf's TPOT

@@ -1,4 +1,5 @@
-"""Reader for GuideLLM's `benchmarks.json` (`guidellm benchmark --output-path benchmarks.json`).
+"""Reader for GuideLLM's `benchmarks.json` (`guidellm benchmark --output-path benchmarks.json`),
+or the same report as `benchmarks.yaml`.
 
 Every entry of `benchmarks` is one scenario, named from its scheduling strategy
 ("synchronous", "throughput", "concurrency=8", "rate=10.0/s"). Per request: TTFT
@@ -35,7 +36,7 @@ from budgetdiff.formats._checks import (
     arr,
     finite,
     key,
-    load_json,
+    load_document,
     load_name,
     number,
     obj,
@@ -50,6 +51,11 @@ HINT = "a GuideLLM `benchmarks.json` file"
 
 _BENCHMARKS = re.compile(rb'"benchmarks"\s*:\s*\[')
 _GUIDELLM_ANY = re.compile(rb'"guidellm_version"\s*:|"generative_benchmark"')
+# the same in GuideLLM's YAML output (`--output-path benchmarks.yaml`)
+_YAML_BENCHMARKS = re.compile(rb"^benchmarks:[ \t]*\r?$", re.MULTILINE)
+_YAML_ANY = re.compile(
+    rb"^\s*(?:guidellm_version:|-?\s*type_:\s*generative_benchmark\b)", re.MULTILINE
+)
 # GuideLLM's percentile keys: p001 is the 0.1th, p999 the 99.9th
 _PERCENTILES = {"p01": 1.0, "p05": 5.0, "p10": 10.0, "p25": 25.0, "p50": 50.0, "p75": 75.0}
 _PERCENTILES |= {"p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9, "p001": 0.1}
@@ -63,13 +69,15 @@ CONFIDENCE = 0.95  # a sample must give a finite interval for the percentile at 
 
 
 def sniff(head: bytes, name: str) -> bool:
-    """A `benchmarks` list with GuideLLM's version key or benchmark type."""
-    return _BENCHMARKS.search(head) is not None and _GUIDELLM_ANY.search(head) is not None
+    """A `benchmarks` list with GuideLLM's version key or benchmark type, in JSON or YAML."""
+    if _BENCHMARKS.search(head) is not None and _GUIDELLM_ANY.search(head) is not None:
+        return True
+    return _YAML_BENCHMARKS.search(head) is not None and _YAML_ANY.search(head) is not None
 
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     ctx = Ctx(NAME, source, HINT)
-    doc = obj(load_json(data, ctx), "top level", ctx)
+    doc = obj(load_document(data, ctx), "top level", ctx)
     benchmarks = arr(key(doc, "benchmarks", ctx), "key 'benchmarks'", ctx)
     if not benchmarks:
         raise ctx.error("key 'benchmarks'", "is empty")
@@ -260,12 +268,15 @@ def _per_request(
 
 
 def _totals(bench: dict[str, Any], where: str, ctx: Ctx) -> tuple[int, int] | None:
-    """(successful, errored) from `metrics.request_totals`, or None where the file has none."""
+    """(successful, errored) from `metrics.request_totals` (GuideLLM 0.3: the benchmark's own
+    `request_totals`), or None where the file has none."""
     metrics = bench.get("metrics")
     totals = metrics.get("request_totals") if isinstance(metrics, dict) else None
+    twhere = f"{where}.metrics.request_totals"
+    if not isinstance(totals, dict):
+        totals, twhere = bench.get("request_totals"), f"{where}.request_totals"
     if not isinstance(totals, dict) or "successful" not in totals:
         return None
-    twhere = f"{where}.metrics.request_totals"
     good = number(totals["successful"], f"{twhere}.successful", ctx, latency=True)
     bad = optional_number(totals.get("errored"), f"{twhere}.errored", ctx)
     return int(good), 0 if np.isnan(bad) else int(bad)

@@ -63,7 +63,7 @@ READERS = (
     _reader("aiperf", "current", json=False),  # its aggregate CSV too
     _reader("genai-perf", "profile export"),
     _reader("llmperf", "individual responses"),
-    _reader("guidellm", "benchmarks"),
+    _reader("guidellm", "benchmarks", json=False),  # its YAML output too
     _reader("inference-perf", "lifecycle metrics"),
     _reader("otlp", "OTLP/JSON"),
     _reader("otel-console", "ConsoleSpanExporter"),
