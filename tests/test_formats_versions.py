@@ -512,6 +512,15 @@ def test_yaml_anchors_are_refused_not_expanded() -> None:
         guidellm.read(bomb, "benchmarks.yaml", OPTS)
 
 
+def test_inference_perf_report_kept_as_yaml_reads_as_its_json_twin() -> None:
+    yaml_path = SAMPLES / "inference-perf" / "inference_perf_vllm_summary_lifecycle_metrics.yaml"
+    json_path = SAMPLES / "fetched" / "inference-perf" / "vllm_summary_lifecycle_metrics.json"
+    from_yaml, from_json = _only(inference_perf, yaml_path), _only(inference_perf, json_path)
+    assert from_yaml.summary == from_json.summary and from_yaml.summary
+    assert from_yaml.summary_count == from_json.summary_count == 38717
+    assert from_yaml.meta == from_json.meta
+
+
 # ---------------------------------------------------------------- inference-perf's TPOT
 @pytest.mark.parametrize("side", ["base", "head"])
 def test_inference_perf_tpot_is_the_one_its_summary_uses(

@@ -64,7 +64,7 @@ READERS = (
     _reader("genai-perf", "profile export"),
     _reader("llmperf", "individual responses"),
     _reader("guidellm", "benchmarks", json=False),  # its YAML output too
-    _reader("inference-perf", "lifecycle metrics"),
+    _reader("inference-perf", "lifecycle metrics", json=False),  # reports kept as YAML too
     _reader("otlp", "OTLP/JSON"),
     _reader("otel-console", "ConsoleSpanExporter"),
     _reader("prometheus", "text exposition", json=False),
