@@ -404,6 +404,26 @@ def test_vllm_sweep_summary_is_one_scenario_per_run() -> None:
             assert got.summary[name][q] == result[key]
 
 
+def test_aggregate_inputs_show_the_files_other_percentiles_and_say_whose_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n")
+    path = VLLM / "vllm_aggregate_head_vllm_bench_serve.json"
+    doc = json.loads(path.read_text())
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    report = json.loads(run(argv, capsys)[1])
+    assert any("percentiles are the tool's own" in n for n in report["notes"])
+    (shown,) = [n for n in report["notes"] if n.startswith(f"head {path}")]
+    for q in ("p50", "p99"):  # beside the budget's p95; vLLM wrote no p90 here
+        assert f"{q} {doc[q + '_ttft_ms']:.0f} ms" in shown.split("; ")[0]
+    prom = SAMPLES / "generated/prometheus/vllm-head/metrics_after.prom"
+    argv = ["check", "--head", str(prom), "--budget", str(budget), "--output", "json"]
+    notes = json.loads(run(argv, capsys)[1])["notes"]
+    assert any("estimates from histogram buckets" in n for n in notes)
+    assert not any("the tool's own" in n for n in notes)
+
+
 # ---------------------------------------------------------------- GuideLLM: empty or sampled lists
 GUIDELLM = SAMPLES / "guidellm"
 
