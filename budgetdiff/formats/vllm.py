@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from budgetdiff import numbers as numbers_text
 from budgetdiff.formats import ReadOptions
 from budgetdiff.formats._checks import (
     Ctx,
@@ -105,7 +106,7 @@ def read_results(
 def _name(run: Run, run_number: float | None) -> str:
     """The load settings, and the sweep's run number where the result has one."""
     name = load_name(_conc(run), _rate(run))
-    return name if run_number is None else f"{name}, run={run_number:g}"
+    return name if run_number is None else f"{name}, run={numbers_text.given(run_number)}"
 
 
 def _conc(run: Run) -> float | None:
