@@ -151,8 +151,20 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
     counted = c.base is not None and c.base.requests and c.head.requests
     if counted and c.head.failed and c.head.failed < (c.head.requests or 0):
         out.append(_failure_rate(c, budget.regression.confidence))
+    if served and "cancelled" in c.head.meta:  # the tool stopped the run before its end
+        out.append(_cancelled(c))
     out += [_Raw(Kind.INFEASIBLE, "slo", message, None) for message in c.feasibility]
     return out
+
+
+def _cancelled(c: Comparison) -> _Raw:
+    failed = (
+        f": {count(c.head.failed)} of {count(c.head.requests)} requests failed"
+        if c.head.requests and c.head.failed_known
+        else ""
+    )
+    message = f"the head run was cancelled before it finished{failed}"
+    return _Raw(Kind.FAILURES, "requests", message, None)
 
 
 def _all_failed(c: Comparison) -> _Raw:

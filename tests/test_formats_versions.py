@@ -320,7 +320,7 @@ def test_aiperf_error_records_keep_the_current_schema_label() -> None:
     assert (got.n, int((~got.ok).sum())) == (101, 1)
 
 
-def test_aiperf_cancelled_run_says_so() -> None:
+def test_aiperf_cancelled_run_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`was_cancelled`: the records AIPerf cancelled are failed and the run is said to have
     stopped early, in the records and in the aggregate."""
     lines = (SAMPLES / "generated/aiperf/base/profile_export.jsonl").read_text().splitlines()
@@ -334,6 +334,15 @@ def test_aiperf_cancelled_run_says_so() -> None:
     assert got.ok is not None and int((~got.ok).sum()) == 39
     note = got.meta["note"]
     assert isinstance(note, str) and "cancelled 39 of the 100 requests" in note
+    path = tmp_path / "cancelled.jsonl"
+    path.write_bytes(data)
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\nslo: {ttft: 1200, total: 6000}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    report = json.loads(run(argv, capsys)[1])
+    assert report["verdict"] == "warn"  # every SLO holds, but the run did not finish
+    (finding,) = [f for f in report["findings"] if f["kind"] == "failures"]
+    assert "cancelled before it finished: 39 of 100 requests failed" in finding["message"]
     doc = json.loads((SAMPLES / "generated/aiperf/base/profile_export_aiperf.json").read_text())
     doc["was_cancelled"] = True
     agg = aiperf.read(json.dumps(doc).encode(), "agg.json", OPTS)[0]

@@ -246,6 +246,7 @@ def _records_run(r: _Records, ctx: Ctx) -> Run:
         "schema": EARLY_SCHEMA if r.early else "current",
     }
     if r.cancelled:
+        meta["cancelled"] = "was_cancelled"  # the judge turns it into a `failures` finding
         meta["note"] = (
             f"{ctx.source}: AIPerf cancelled {count(r.cancelled)} of the {count(len(r.ok))} "
             "requests (was_cancelled): the run stopped before it finished"
@@ -362,6 +363,7 @@ def _aggregate(doc: dict[str, Any], ctx: Ctx, schema: str) -> Run:
     duration = _avg(doc, "benchmark_duration", ctx)
     meta = {**_aggregate_meta(doc), "schema": schema}
     if doc.get("was_cancelled") is True:
+        meta["cancelled"] = "was_cancelled"
         meta["note"] = f"{ctx.source}: AIPerf cancelled the run (was_cancelled) before it finished"
     total = succeeded
     if errors is not None:
