@@ -93,9 +93,9 @@ def compare_aggregate(
         not_comparable=(),
         paired=False,
         notes=(
-            "aggregate input: percentiles are the tool's own; tail shares and the re-budget "
-            "proposal need per-request data",
+            _kind_note(base, head),
             *_reader_notes(base, head),
+            *_other_percentiles(base, head, p),
         ),
     )
 
@@ -313,6 +313,40 @@ def _source(side: Run | Prepared | None) -> str:
     return "base" if side is None else _run(side).source
 
 
+def _kind_note(base: Run | Prepared | None, head: Run | Prepared) -> str:
+    """Whose percentiles these are: the tool's own, or estimates from histogram buckets."""
+    sides = [_run(s) for s in (base, head) if s is not None]
+    own = any(r.summary for r in sides)
+    buckets = any(r.histograms for r in sides)
+    kind = {
+        (True, False): "percentiles are the tool's own",
+        (False, True): "percentiles are estimates from histogram buckets (as Prometheus's "
+        "histogram_quantile makes them), not measured values",
+        (True, True): "percentiles are the tool's own where it gives them, else estimates from "
+        "histogram buckets",
+    }.get((own, buckets), "percentiles are the tool's own")
+    return f"aggregate input: {kind}; tail shares and the re-budget proposal need per-request data"
+
+
+def _other_percentiles(base: Run | Prepared | None, head: Run | Prepared, p: float) -> list[str]:
+    """The file's own percentiles beside the budget's (p50, p90, p99 where it has them): the
+    shape of the distribution an aggregate otherwise hides."""
+    out = []
+    for label, side in (("base", base), ("head", head)):
+        if side is None or isinstance(side, Prepared) or not side.summary:
+            continue
+        parts = []
+        for name in METRIC_LABELS:
+            by_q = side.summary.get(name, {})
+            shown = [q for q in (50.0, 90.0, 99.0) if q in by_q and q != p]
+            if shown:
+                values = ", ".join(f"{numbers.percentile(q)} {numbers.ms(by_q[q])}" for q in shown)
+                parts.append(f"{METRIC_LABELS[name]} {values}")
+        if parts:
+            out.append(f"{label} {side.source}: " + "; ".join(parts))
+    return out
+
+
 def _reader_notes(base: Run | Prepared | None, head: Run | Prepared) -> list[str]:
     """What a reader of an aggregate side said about the file (e.g. which numbers it took)."""
     sides = [_run(s) for s in (base, head) if s is not None]
@@ -337,4 +371,5 @@ def _side(side: Run | Prepared) -> Side:
         failed=int(failures) if isinstance(failures, float) else 0,
         attainment=None,
         meta=dict(side.meta),
+        failed_known=isinstance(failures, float),
     )

@@ -179,7 +179,12 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
     counted = c.base is not None and c.base.requests and c.head.requests
     if counted and c.head.failed and c.head.failed < (c.head.requests or 0):
         out.append(_failure_rate(c, budget.regression.confidence))
-    elif c.base is None and c.head.requests and 0 < c.head.failed < c.head.requests:
+    elif (
+        c.base is None
+        and c.head.requests
+        and 0 < c.head.failed < c.head.requests
+        and "cancelled" not in c.head.meta  # said with the cancellation, below
+    ):
         # check: the failures said as compare says them (the percentiles are of the rest)
         out.append(
             _Raw(
@@ -191,8 +196,20 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
                 None,
             )
         )
+    if served and "cancelled" in c.head.meta:  # the tool stopped the run before its end
+        out.append(_cancelled(c))
     out += [_Raw(Kind.INFEASIBLE, "slo", message, None) for message in c.feasibility]
     return out
+
+
+def _cancelled(c: Comparison) -> _Raw:
+    failed = (
+        f": {count(c.head.failed)} of {count(c.head.requests)} requests failed"
+        if c.head.requests and c.head.failed_known
+        else ""
+    )
+    message = f"the head run was cancelled before it finished{failed}"
+    return _Raw(Kind.FAILURES, "requests", message, None)
 
 
 def _all_failed(c: Comparison) -> _Raw:

@@ -141,6 +141,7 @@ class Side:
     goodput_rps: float | None = None  # good requests per second of benchmark time
     held_to: tuple[str, ...] = ()  # the SLO metrics `attainment` holds each request to
     columns: tuple[ColumnUse, ...] = ()  # how a native table's columns were read
+    failed_known: bool = True  # False: the file does not say how many failed (`failed` is 0)
 
     @property
     def format(self) -> str:

@@ -22,12 +22,13 @@ MODULES = (vllm, sglang, aiperf, genai_perf, guidellm, llmperf)
 
 # Which sample files each reader owns (every other sample file must not sniff as it).
 OWN = {
-    "vllm": ["generated/vllm/*/vllm_bench_serve.json", "vllm/vllm_aggregate_*"],
+    "vllm": ["generated/vllm/*/vllm_bench_serve.json", "vllm/vllm_*"],
     "sglang": ["generated/sglang/*/sglang_bench_serving.jsonl", "sglang/sglang_aggregate_*"],
     "aiperf": [
         "generated/aiperf/*/profile_export.jsonl",
         "generated/aiperf/*/profile_export_aiperf.json",
-        "aiperf/aiperf_early_schema_*",
+        "generated/aiperf/*/profile_export_aiperf.csv",
+        "aiperf/aiperf_*",
     ],
     "genai-perf": [
         "generated/genai-perf/*/profile_export.json",

@@ -30,7 +30,7 @@ def expected_format(path: Path) -> str | None:
     if path.suffix == ".prom":
         return "prometheus"
     if "inference-perf" in rel and path.name.endswith(
-        ("lifecycle_metrics.json", "prometheus_metrics.json")
+        ("lifecycle_metrics.json", "prometheus_metrics.json", "lifecycle_metrics.yaml")
     ):
         return "inference-perf"
     return None

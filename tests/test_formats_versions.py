@@ -10,10 +10,12 @@ from types import ModuleType
 import numpy as np
 import pytest
 
+from budgetdiff.errors import InputError
 from budgetdiff.formats import (
     ReadOptions,
     aiperf,
     detect,
+    genai_perf,
     guidellm,
     inference_perf,
     llmperf,
@@ -212,6 +214,226 @@ def test_aggregate_pair_compares_with_the_aggregate_note(
     assert report["inputs"]["head"]["schema"] == vllm.AGGREGATE
 
 
+# ---------------------------------------------------------------- AIPerf 0.2 / 0.3 (November 2025)
+def test_aiperf_aggregate_without_schema_version_is_aiperf_with_its_itl() -> None:
+    """genai-perf's shape without a version key: AIPerf's, its inter-chunk latency is the ITL."""
+    path = AIPERF_EARLY / "aiperf_0_3_profile_export_aiperf.json"
+    doc = json.loads(path.read_text())
+    assert "schema_version" not in doc and "aiperf_version" not in doc
+    agg = _only(aiperf, path)
+    assert agg.meta["schema"] == aiperf.NOV_2025_SCHEMA
+    for name, metric in (("itl", "inter_chunk_latency"), ("ttft", "time_to_first_token")):
+        for q in PCTS:
+            assert agg.summary[name][q] == doc[metric][f"p{q:g}"]
+    # the per-request records of the same run give the same ITL
+    records = _only(aiperf, SAMPLES / "generated/aiperf/base/profile_export.jsonl")
+    assert records.itl is not None
+    for q in PCTS:
+        assert np.percentile(records.itl.values, q) == pytest.approx(
+            agg.summary["itl"][q], rel=0.005
+        )
+    assert genai_perf.sniff(path.read_bytes()[:65536], path.name) is False
+
+
+# ---------------------------------------------------------------- AIPerf's aggregate CSV
+@pytest.mark.parametrize(
+    ("csv_path", "json_path"),
+    [
+        (
+            "aiperf/aiperf_early_schema_profile_export_aiperf.csv",
+            "aiperf/aiperf_early_schema_profile_export_aiperf.json",
+        ),
+        (
+            "generated/aiperf/base/profile_export_aiperf.csv",
+            "generated/aiperf/base/profile_export_aiperf.json",
+        ),
+    ],
+)
+def test_aiperf_aggregate_csv_gives_the_numbers_of_its_json(csv_path: str, json_path: str) -> None:
+    """`profile_export_aiperf.csv`: the same run's JSON numbers, to AIPerf's two decimals."""
+    from_csv = _only(aiperf, SAMPLES / csv_path)
+    from_json = _only(aiperf, SAMPLES / json_path)
+    assert from_csv.meta["schema"] == aiperf.CSV_SCHEMA
+    assert from_csv.summary_count == from_json.summary_count
+    assert from_csv.meta.get("failures") == from_json.meta.get("failures")
+    assert set(from_csv.summary) == set(from_json.summary)
+    for name, by_q in from_json.summary.items():
+        assert set(from_csv.summary[name]) <= set(by_q)
+        for q, value in from_csv.summary[name].items():
+            assert value == pytest.approx(by_q[q], rel=0.005, abs=0.005), (name, q)
+    assert from_csv.duration_s == pytest.approx(from_json.duration_s, abs=0.005)
+
+
+def test_aiperf_time_sliced_export_is_one_scenario_per_slice() -> None:
+    """`--slice-duration`: each slice's own percentiles, of the requests that started in it."""
+    path = AIPERF_EARLY / "aiperf_timeslices_profile_export_aiperf_timeslices.json"
+    slices = json.loads(path.read_text())["timeslices"]
+    data = path.read_bytes()
+    assert detect.detect(data, path.name, OPTS).module is aiperf
+    assert genai_perf.sniff(data[:65536], path.name) is False
+    runs = detect.read(data, path.name, "auto", OPTS)
+    assert [r.scenario for r in runs] == [f"timeslice {i}" for i in range(len(slices))]
+    for got, piece in zip(runs, slices, strict=True):
+        assert got.meta["schema"] == aiperf.TIMESLICE_SCHEMA
+        assert got.summary_count == piece["request_count"]["avg"]
+        for name, metric in (("ttft", "time_to_first_token"), ("itl", "inter_chunk_latency")):
+            for q in PCTS:
+                assert got.summary[name][q] == piece[metric][f"p{q:g}"]
+    # the slices hold every request of the run, as its own aggregate counts them
+    run_total = json.loads(
+        (SAMPLES / "generated/aiperf/base/profile_export_aiperf.json").read_text()
+    )
+    assert sum(r.summary_count or 0 for r in runs) == run_total["request_count"]["avg"] == 100
+
+
+# ---------------------------------------------------------------- AIPerf: failed and cancelled runs
+@pytest.mark.parametrize(
+    "name",
+    ["aiperf_all_failed_profile_export.jsonl", "aiperf_all_failed_profile_export_aiperf.json"],
+)
+def test_aiperf_run_whose_every_request_failed_is_a_breach_with_its_count(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = AIPERF_EARLY / name
+    got = _only(aiperf, path)  # --format auto finds it
+    assert got.summary == {} or got.ok is not None
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\nslo: {ttft: 1200, total: 6000}\n")
+    code, out, _ = run(
+        ["check", "--head", str(path), "--budget", str(budget), "--output", "json"], capsys
+    )
+    report = json.loads(out)
+    assert code == 1 and report["verdict"] == "fail"
+    assert report["requests"]["head"] == report["failed"]["head"] == 100
+    assert any(
+        f["kind"] == "breach" and "every one of the 100 head requests failed" in f["message"]
+        for f in report["findings"]
+    )
+
+
+def test_aiperf_error_records_keep_the_current_schema_label() -> None:
+    """A failed record has no metric: it says nothing about which schema the file is."""
+    lines = (SAMPLES / "generated/aiperf/base/profile_export.jsonl").read_text().splitlines()
+    failed = (AIPERF_EARLY / "aiperf_all_failed_profile_export.jsonl").read_text().splitlines()
+    data = "\n".join([*lines, failed[0]]).encode()
+    got = aiperf.read(data, "mixed.jsonl", OPTS)[0]
+    assert got.meta["schema"] == "current" and got.ok is not None
+    assert (got.n, int((~got.ok).sum())) == (101, 1)
+
+
+def test_aiperf_cancelled_run_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`was_cancelled`: the records AIPerf cancelled are failed and the run is said to have
+    stopped early, in the records and in the aggregate."""
+    lines = (SAMPLES / "generated/aiperf/base/profile_export.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    for record in records[-39:]:  # AIPerf's RequestCancellationError, as 0.1.1's example has it
+        record["metadata"]["was_cancelled"] = True
+        record["metrics"] = {}
+        record["error"] = {"code": 499, "type": "RequestCancellationError", "message": "cancelled"}
+    data = "\n".join(json.dumps(r) for r in records).encode()
+    got = aiperf.read(data, "cancelled.jsonl", OPTS)[0]
+    assert got.ok is not None and int((~got.ok).sum()) == 39
+    note = got.meta["note"]
+    assert isinstance(note, str) and "cancelled 39 of the 100 requests" in note
+    path = tmp_path / "cancelled.jsonl"
+    path.write_bytes(data)
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\nslo: {ttft: 1200, total: 6000}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    report = json.loads(run(argv, capsys)[1])
+    assert report["verdict"] == "warn"  # every SLO holds, but the run did not finish
+    (finding,) = [f for f in report["findings"] if f["kind"] == "failures"]
+    assert "cancelled before it finished: 39 of 100 requests failed" in finding["message"]
+    doc = json.loads((SAMPLES / "generated/aiperf/base/profile_export_aiperf.json").read_text())
+    doc["was_cancelled"] = True
+    agg = aiperf.read(json.dumps(doc).encode(), "agg.json", OPTS)[0]
+    assert "cancelled the run" in str(agg.meta["note"])
+
+
+# ---------------------------------------------------------------- vLLM: what some versions write
+VLLM = SAMPLES / "vllm"
+
+
+def test_vllm_placeholders_of_a_run_where_nothing_completed_are_not_read_as_0_ms(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """vLLM writes `np.percentile(ttfts or 0, p)`: 0.0 ms when no request completed."""
+    path = VLLM / "vllm_all_failed_vllm_bench_serve.json"
+    doc = json.loads(path.read_text())
+    assert doc["completed"] == 0 and doc["p99_ttft_ms"] == 0.0
+    agg = _only(vllm, path)
+    assert agg.summary == {} and agg.summary_count == doc["failed"] == 100
+    assert agg.meta["failures"] == 100
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 99\nslo: {ttft: 1200}\n")
+    code, out, _ = run(
+        ["check", "--head", str(path), "--budget", str(budget), "--output", "json"], capsys
+    )
+    report = json.loads(out)
+    assert code == 1 and report["verdict"] == "fail"
+    assert report["failed"]["head"] == report["requests"]["head"] == 100
+    breach = [f for f in report["findings"] if f["kind"] == "breach"]
+    assert breach and "every one of the 100 head requests failed" in breach[0]["message"]
+    assert all(r["head_ms"] is None for r in report["slo"])  # no TTFT 0.00 ms "ok"
+    assert any("placeholders, not measurements" in n for n in report["notes"])
+
+
+def test_vllm_without_latencies_reads_the_end_to_end_from_ttfts_and_itls() -> None:
+    """Versions that write `ttfts` and `itls` but no `latencies`: vLLM's own end to end of a
+    streamed request is TTFT plus its gaps, so its percentiles come back."""
+    path = VLLM / "vllm_no_latencies_vllm_bench_serve.json"
+    doc = json.loads(path.read_text())
+    assert "latencies" not in doc
+    got = _only(vllm, path)
+    assert got.n == doc["completed"] == 100 and got.ttft is not None and got.total is not None
+    assert got.itl is not None
+    for q in (50, 95, 99):
+        assert np.percentile(got.ttft, q) == pytest.approx(doc[f"p{q}_ttft_ms"], rel=1e-9)
+        assert np.percentile(got.itl.values, q) == pytest.approx(doc[f"p{q}_itl_ms"], rel=1e-9)
+        assert np.percentile(got.total, q) == pytest.approx(doc[f"p{q}_e2el_ms"], rel=0.005)
+    note = got.meta["note"]
+    assert isinstance(note, str) and "no per-request 'latencies'" in note
+
+
+def test_vllm_sweep_summary_is_one_scenario_per_run() -> None:
+    """`vllm bench sweep serve`'s summary.json: a JSON array of `bench serve` results."""
+    path = VLLM / "vllm_sweep_summary.json"
+    doc = json.loads(path.read_text())
+    data = path.read_bytes()
+    assert detect.detect(data, path.name, OPTS).module is vllm
+    runs = detect.read(data, path.name, "auto", OPTS)
+    assert [r.scenario for r in runs] == ["concurrency=8, run=0", "concurrency=8, run=1"]
+    for got, result in zip(runs, doc, strict=True):
+        assert got.summary_count == result["completed"] + result["failed"] == 100
+        for key, name in (
+            ("p99_ttft_ms", "ttft"),
+            ("p95_itl_ms", "itl"),
+            ("median_e2el_ms", "total"),
+        ):
+            q = 50.0 if key.startswith("median") else float(key[1:3])
+            assert got.summary[name][q] == result[key]
+
+
+def test_aggregate_inputs_show_the_files_other_percentiles_and_say_whose_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n")
+    path = VLLM / "vllm_aggregate_head_vllm_bench_serve.json"
+    doc = json.loads(path.read_text())
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    report = json.loads(run(argv, capsys)[1])
+    assert any("percentiles are the tool's own" in n for n in report["notes"])
+    (shown,) = [n for n in report["notes"] if n.startswith(f"head {path}")]
+    for q in ("p50", "p99"):  # beside the budget's p95; vLLM wrote no p90 here
+        assert f"{q} {doc[q + '_ttft_ms']:.0f} ms" in shown.split("; ")[0]
+    prom = SAMPLES / "generated/prometheus/vllm-head/metrics_after.prom"
+    argv = ["check", "--head", str(prom), "--budget", str(budget), "--output", "json"]
+    notes = json.loads(run(argv, capsys)[1])["notes"]
+    assert any("estimates from histogram buckets" in n for n in notes)
+    assert not any("the tool's own" in n for n in notes)
+
+
 # ---------------------------------------------------------------- GuideLLM: empty or sampled lists
 GUIDELLM = SAMPLES / "guidellm"
 
@@ -268,6 +490,65 @@ def test_guidellm_sample_large_enough_is_read_per_request_with_a_note(
     ttft = next(r for r in report["slo"] if r["metric"] == "ttft")
     assert ttft["head_ms"] == pytest.approx(own["p99"], abs=1e-3)
     assert any("too few for p99" in n for n in report["notes"])
+
+
+def test_guidellm_leaves_out_warm_up_and_cool_down_as_its_statistics_do() -> None:
+    """GuideLLM >= 0.5 lists every request; its statistics count those in the measured period."""
+    path = GUIDELLM / "guidellm_warmup_cooldown_benchmarks.json"
+    bench = json.loads(path.read_text())["benchmarks"][0]
+    metrics, scheduler = bench["metrics"], bench["scheduler_metrics"]
+    listed = bench["requests"]["successful"]
+    start, end = scheduler["measure_start_time"], scheduler["measure_end_time"]
+    counted = [
+        r for r in listed if r["request_end_time"] >= start and r["request_start_time"] <= end
+    ]
+    assert (len(listed), len(counted)) == (100, 88)
+    run = _only(guidellm, path)
+    assert run.n == metrics["request_totals"]["successful"] == 88
+    assert run.ttft is not None and run.total is not None
+    # GuideLLM's means are exact; all 100 listed requests would give another one
+    ttft = metrics["time_to_first_token_ms"]["successful"]
+    assert np.mean(run.ttft) == pytest.approx(ttft["mean"], rel=1e-9)
+    assert np.mean([r["time_to_first_token_ms"] for r in listed]) != pytest.approx(ttft["mean"])
+    latency = metrics["request_latency"]["successful"]
+    assert np.mean(run.total) == pytest.approx(latency["mean"] * 1000, rel=1e-9)
+    assert np.sort(run.ttft)[-1] == ttft["max"] and np.sort(run.ttft)[0] == ttft["min"]
+    note = run.meta["note"]
+    assert (
+        isinstance(note, str) and "12 of the 100 listed requests ran in GuideLLM's warm-up" in note
+    )
+
+
+def test_guidellm_yaml_report_reads_as_its_json_twin() -> None:
+    """GuideLLM's own fixture pair (0.3 schema): the same report as YAML and as JSON. Its
+    authors cut the list to 1 of the 46 requests (`request_totals`), too few for p95: both
+    give GuideLLM's own percentiles."""
+    from_yaml = _only(guidellm, GUIDELLM / "guidellm_v0_3_benchmarks_stripped.yaml")
+    from_json = _only(guidellm, GUIDELLM / "guidellm_v0_3_benchmarks_stripped.json")
+    assert from_yaml.summary == from_json.summary
+    assert from_yaml.summary_count == from_json.summary_count == 46
+    doc = json.loads((GUIDELLM / "guidellm_v0_3_benchmarks_stripped.json").read_text())
+    own = doc["benchmarks"][0]["metrics"]["time_to_first_token_ms"]["successful"]["percentiles"]
+    assert (
+        from_yaml.summary["ttft"][95.0] == own["p95"]
+        and from_yaml.summary["ttft"][99.0] == own["p99"]
+    )
+    assert "holds 1 of the 46" in str(from_yaml.meta["note"])
+
+
+def test_yaml_anchors_are_refused_not_expanded() -> None:
+    bomb = b"benchmarks:\n- type_: generative_benchmark\n  a: &a [x, x]\n  b: [*a, *a]\n"
+    with pytest.raises(InputError, match="line 3 uses a YAML anchor or alias"):
+        guidellm.read(bomb, "benchmarks.yaml", OPTS)
+
+
+def test_inference_perf_report_kept_as_yaml_reads_as_its_json_twin() -> None:
+    yaml_path = SAMPLES / "inference-perf" / "inference_perf_vllm_summary_lifecycle_metrics.yaml"
+    json_path = SAMPLES / "fetched" / "inference-perf" / "vllm_summary_lifecycle_metrics.json"
+    from_yaml, from_json = _only(inference_perf, yaml_path), _only(inference_perf, json_path)
+    assert from_yaml.summary == from_json.summary and from_yaml.summary
+    assert from_yaml.summary_count == from_json.summary_count == 38717
+    assert from_yaml.meta == from_json.meta
 
 
 # ---------------------------------------------------------------- inference-perf's TPOT

@@ -167,6 +167,30 @@ def test_an_unknown_request_count_is_shown_as_unknown_never_0(
     _, markdown, _ = run([*args, "--output", "markdown"], capsys)
     for text in (" ".join(table.split()), markdown):  # the table's prose wraps at 80 columns
         assert "0 requests" not in text and "head requests: count not in the file" in text
+    assert json.loads(out)["failed"]["head"] is None  # not 0: the file does not say
+
+
+def test_an_unknown_failure_count_is_null_never_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A vLLM result without `completed` / `failed` (vllm-ascend's nightly files keep only the
+    metrics): the JSON says null and the table says no failed count; with them, the count."""
+    data = Path(__file__).parent / "data" / "vllm" / "vllm_aggregate_head_vllm_bench_serve.json"
+    doc = json.loads(data.read_text())
+    budget = budget_file(tmp_path, "version: 1\nslo: {ttft: 1200, total: 6000}\n")
+    for counted in (True, False):
+        if not counted:
+            del doc["completed"], doc["failed"]
+        path = tmp_path / "head.json"
+        path.write_text(json.dumps(doc))
+        args = ["check", "--head", str(path), "--budget", str(budget)]
+        code, out, _ = run([*args, "--output", "json"], capsys)
+        report = json.loads(out)
+        assert code == 0
+        assert report["failed"]["head"] == (0 if counted else None)
+        assert report["requests"]["head"] == (100 if counted else None)
+        _, table, _ = run(args, capsys)
+        assert ("0 failed" in table) is counted
 
 
 # ---- only what the budget names can fail ------------------------------------------------------

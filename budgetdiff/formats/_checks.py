@@ -166,6 +166,70 @@ def load_json(data: bytes, ctx: Ctx) -> Any:
         raise ctx.error("", _worded(problem)) from None
 
 
+MAX_YAML_DEPTH = 64  # the tools' reports nest about ten levels
+
+
+def load_document(data: bytes, ctx: Ctx) -> Any:
+    """The whole file as one value: JSON, or the same document written as YAML (GuideLLM's
+    `benchmarks.yaml`, reports kept as YAML)."""
+    start = data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+    if start in (b"{", b"["):
+        return load_json(data, ctx)
+    return load_yaml(data, ctx)
+
+
+def load_yaml(data: bytes, ctx: Ctx) -> Any:
+    """A YAML document loaded safely: plain values only (no Python objects), no anchors or
+    aliases (a few lines of them expand to gigabytes), a bounded depth; dates become text, as
+    the JSON twin of the file has them."""
+    import yaml  # only YAML files pay for it
+
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ctx.error("", f"is not UTF-8 text (byte {e.start})") from None
+    if not text.endswith("\n"):  # YAML has no closing bracket: a cut file may still parse
+        raise ctx.error("", "is cut short (its last line has no line end)")
+    loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    opening = (
+        yaml.BlockMappingStartToken,
+        yaml.BlockSequenceStartToken,
+        yaml.FlowMappingStartToken,
+        yaml.FlowSequenceStartToken,
+    )
+    closing = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+    try:
+        depth = 0
+        for token in yaml.scan(text, Loader=loader):
+            line = token.start_mark.line + 1
+            if isinstance(token, yaml.AnchorToken | yaml.AliasToken):
+                raise ctx.error(f"line {line}", "uses a YAML anchor or alias; write it out")
+            if isinstance(token, opening):
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    raise ctx.error(f"line {line}", "is nested too deeply to be a results file")
+            elif isinstance(token, closing):
+                depth -= 1
+        doc = yaml.load(text, Loader=loader)  # a safe loader
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ctx.error(where, f"is not valid JSON or YAML ({problem})") from None
+    return _plain_values(doc)
+
+
+def _plain_values(value: Any) -> Any:
+    """YAML's dates as ISO text, as in JSON; everything else as loaded."""
+    if isinstance(value, dict):
+        return {k: _plain_values(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_values(v) for v in value]
+    if hasattr(value, "isoformat") and not isinstance(value, str):
+        return value.isoformat()
+    return value
+
+
 def _worded(problem: JsonProblem) -> str:
     if problem.kind == "utf8":
         return f"is not UTF-8 text (byte {problem.position})"

@@ -5,17 +5,35 @@ Per-request records carry `{"value": v, "unit": "ms"}` metrics; the inter-chunk 
 request become the ITL. Warm-up records are skipped; records with an `error` are failed
 requests. The aggregate file yields a Run with `n == 0` and `summary` percentiles.
 
-Two schemas: the current one (`schema_version` and `aiperf_version` at the top of the aggregate,
-`time_to_first_token`, `benchmark_phase`), and the earlier one of AIPerf 0.1 (autumn 2025): the
-aggregate's metrics wrapped in `records` with `tag` / `header`, no version key, and the short
-names `ttft` / `ttst` (records: `credit_phase`, `timestamp_ns`). Both map to the same names.
+Three aggregate schemas: the current one (`schema_version` and `aiperf_version` at the top,
+AIPerf 0.4 on), that of AIPerf 0.2 and 0.3 (November 2025: the same metrics, no version key;
+told from genai-perf's file, which it mimics, by AIPerf's own metrics such as
+`inter_chunk_latency` or `benchmark_duration`), and the earlier one of AIPerf 0.1 (autumn
+2025): the metrics wrapped in `records` with `tag` / `header`, and the short names `ttft` /
+`ttst` (records: `credit_phase`, `timestamp_ns`). All map to the same names.
+
+The time-sliced export (`--slice-duration`: `{"timeslices": [{"timeslice_index": 0, <metric>:
+{...}}, ...]}`) is one scenario per slice, `timeslice 0`, `timeslice 1`, ...: each slice's
+percentiles are of the requests that started in it, so a base and a head slice of the same
+index are compared (a slice AIPerf marks `is_complete: false`, the trailing partial one, says so).
+
+`profile_export_aiperf.csv`, the aggregate as a table (`Metric,avg,min,max,...,p1,p5,...,std`
+rows such as `Time to First Token (ms)`, then `Metric,Value` rows such as `Request Count`),
+gives the same numbers as the JSON of the run, to the two decimals AIPerf writes there.
+
+A failed request's record has an `error` and often no metrics at all (`"metrics": {}`); a run
+whose every request failed has an aggregate without latency percentiles, only
+`error_request_count`: both are read as that many failed requests. A run AIPerf marks
+`was_cancelled` (stopped before it finished) is read with a note saying so.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
 import numpy as np
@@ -36,6 +54,7 @@ from budgetdiff.formats._checks import (
     obj,
     percentiles,
 )
+from budgetdiff.numbers import count
 from budgetdiff.table import FloatArray, Itl, Run
 
 NAME = "aiperf"
@@ -50,7 +69,34 @@ _EARLY_AGGREGATE = re.compile(rb'^\s*\{\s*"records"\s*:\s*\{\s*"\w+"\s*:\s*\{\s*
 # AIPerf 0.1's short metric names -> the current ones
 _EARLY_NAMES = {"ttft": "time_to_first_token", "ttst": "time_to_second_token"}
 EARLY_SCHEMA = "0.1 (records/tag, ttft/ttst)"
-_STATS = re.compile(rb'"(?:time_to_first_token|request_latency)"\s*:\s*\{\s*"unit"')
+# AIPerf 0.2 / 0.3's aggregate: genai-perf's shape and names, with metrics genai-perf never writes
+AIPERF_ONLY = re.compile(
+    rb'"(?:inter_chunk_latency|benchmark_duration|min_request_timestamp|max_response_timestamp'
+    rb'|error_request_count)"\s*:\s*\{\s*"unit"'
+)
+NOV_2025_SCHEMA = "0.2-0.3 (no schema_version)"
+CSV_SCHEMA = "aggregate CSV"
+TIMESLICE_SCHEMA = "time-sliced"
+_TIMESLICES = re.compile(rb'^\s*\{\s*"timeslices"\s*:\s*\[')
+# the CSV's statistics header: AIPerf writes the percentiles rising (genai-perf's fall)
+_CSV = re.compile(rb"^Metric,avg,min,max,(?:sum,)?p1,p5,", re.MULTILINE)
+_CSV_ROW = re.compile(r"(.+?)(?: \(([^()]+)\))?")  # "Time to First Token (ms)", "Request Count"
+# the CSV's row headers -> the JSON's metric names (AIPerf's `header` of each metric)
+_CSV_NAMES = {
+    "Time to First Token": "time_to_first_token",
+    "Request Latency": "request_latency",
+    "Inter Chunk Latency": "inter_chunk_latency",
+    "Decode Duration": "decode_duration",
+    "Inter Token Latency": "inter_token_latency",
+    "Request Count": "request_count",
+    "Error Request Count": "error_request_count",
+    "Benchmark Duration": "benchmark_duration",
+}
+_STATS = re.compile(
+    rb'"(?:time_to_first_token|request_latency|error_request_count)"\s*:\s*\{\s*"unit"'
+)
+# a failed request's record: no metric, an `error` object
+_RECORD_FAILED = re.compile(rb'"metrics"\s*:\s*\{\s*\}\s*,\s*"error"\s*:\s*\{')
 
 # the unit strings AIPerf writes, as `ms_per` reads them (it also takes other spellings)
 _MS_PER_UNIT = {"ms": 1.0, "ns": 1e-6, "us": 1e-3, "s": 1000.0}
@@ -68,12 +114,14 @@ _SUMMARY_NAMES = {
 def sniff(head: bytes, name: str) -> bool:
     """A per-request record (`metadata` + `metrics` objects) or the aggregate (`aiperf_version`,
     or AIPerf 0.1's `records` of `tag`ged metrics)."""
-    if _AGGREGATE.search(head) and _STATS.search(head):
+    if (_AGGREGATE.search(head) or AIPERF_ONLY.search(head)) and _STATS.search(head):
         return True
-    if _EARLY_AGGREGATE.search(head):
+    if _EARLY_AGGREGATE.search(head) or _CSV.match(head.lstrip()):
+        return True
+    if _TIMESLICES.search(head) and _STATS.search(head):
         return True
     return (
-        _RECORD_METRIC.search(head) is not None
+        (_RECORD_METRIC.search(head) is not None or _RECORD_FAILED.search(head) is not None)
         and re.search(rb'"metadata"\s*:\s*\{', head) is not None
         and _RECORD_ANY.search(head) is not None
     )
@@ -82,17 +130,24 @@ def sniff(head: bytes, name: str) -> bool:
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     ctx = Ctx(NAME, source, HINT)
     head = data[:65536]
+    if _CSV.match(head.lstrip()):
+        return [_aggregate(_csv_doc(data, ctx), ctx, CSV_SCHEMA)]
+    if _TIMESLICES.search(head):
+        return _timeslices(obj(load_json(data, ctx), "top level", ctx), ctx)
     if _EARLY_AGGREGATE.search(head):
         doc = obj(load_json(data, ctx), "top level", ctx)
         records = obj(key(doc, "records", ctx), "key 'records'", ctx)
         flat = {_EARLY_NAMES.get(k, k): v for k, v in records.items()}
         config = doc.get("input_config")
         return [_aggregate({**flat, "input_config": config}, ctx, EARLY_SCHEMA)]
-    if _AGGREGATE.search(head) and not _RECORD_METRIC.search(head):
+    per_request = _RECORD_METRIC.search(head) or _RECORD_FAILED.search(head)
+    if (_AGGREGATE.search(head) or AIPERF_ONLY.search(head)) and not per_request:
         doc = obj(load_json(data, ctx), "top level", ctx)
         version = doc.get("schema_version")
         known = isinstance(version, str) and 0 < len(version) <= 20
-        return [_aggregate(doc, ctx, str(version) if known else "current")]
+        if known:
+            return [_aggregate(doc, ctx, str(version))]
+        return [_aggregate(doc, ctx, "current" if "aiperf_version" in doc else NOV_2025_SCHEMA)]
     return [_records(data, ctx)]
 
 
@@ -113,6 +168,7 @@ class _Records:
     ok: list[bool] = field(default_factory=list)
     has_ttft: bool = False
     early: bool = False  # the early schema's `ttft` key
+    cancelled: int = 0  # records AIPerf marks `was_cancelled`
 
 
 def _records(data: bytes, ctx: Ctx) -> Run:
@@ -129,7 +185,8 @@ def _records(data: bytes, ctx: Ctx) -> Run:
         r.ok.append(not failed)
         latency = _metric(metrics, "request_latency", where, ctx, required=not failed)
         ttft_name = "time_to_first_token" if "time_to_first_token" in metrics else "ttft"
-        r.early = r.early or ttft_name == "ttft"
+        r.early = r.early or "ttft" in metrics  # a failed record has neither name
+        r.cancelled += metadata.get("was_cancelled") is True
         first = _metric(metrics, ttft_name, where, ctx, required=False)
         r.has_ttft = r.has_ttft or not math.isnan(first)
         r.total.append(math.nan if failed else latency)
@@ -184,6 +241,16 @@ def _records_run(r: _Records, ctx: Ctx) -> Run:
         duration = float(np.nanmax(end_arr) - np.nanmin(start_arr))
     isl_arr = np.array(r.isl, dtype=np.float64)
     osl_arr = np.array(r.osl, dtype=np.float64)
+    meta: dict[str, str | float] = {
+        "tool": "aiperf",
+        "schema": EARLY_SCHEMA if r.early else "current",
+    }
+    if r.cancelled:
+        meta["cancelled"] = "was_cancelled"  # the judge turns it into a `failures` finding
+        meta["note"] = (
+            f"{ctx.source}: AIPerf cancelled {count(r.cancelled)} of the {count(len(r.ok))} "
+            "requests (was_cancelled): the run stopped before it finished"
+        )
     return Run(
         source=ctx.source,
         n=len(r.ok),
@@ -197,7 +264,7 @@ def _records_run(r: _Records, ctx: Ctx) -> Run:
         itl=itl if lengths.any() else None,
         start_time=None if np.isnan(start_arr).all() else start_arr,
         duration_s=duration,
-        meta={"tool": "aiperf", "schema": EARLY_SCHEMA if r.early else "current"},
+        meta=meta,
     )
 
 
@@ -289,23 +356,86 @@ def _aggregate(doc: dict[str, Any], ctx: Ctx, schema: str) -> Run:
         if values:
             for summary_name in names:
                 summary[summary_name] = dict(values)
-    if "total" not in summary:
-        raise ctx.error("key 'request_latency'", "is missing (no latency percentiles)")
-    count = _avg(doc, "request_count", ctx)  # AIPerf counts the requests that succeeded
+    succeeded = _avg(doc, "request_count", ctx)  # AIPerf counts the requests that succeeded
     errors = _avg(doc, "error_request_count", ctx)
+    if "total" not in summary and not (errors and not succeeded):  # all failed: no percentile
+        raise ctx.error("key 'request_latency'", "is missing (no latency percentiles)")
     duration = _avg(doc, "benchmark_duration", ctx)
     meta = {**_aggregate_meta(doc), "schema": schema}
+    if doc.get("was_cancelled") is True:
+        meta["cancelled"] = "was_cancelled"
+        meta["note"] = f"{ctx.source}: AIPerf cancelled the run (was_cancelled) before it finished"
+    total = succeeded
     if errors is not None:
         meta["failures"] = errors
-        count = (count or 0.0) + errors
+        total = (total or 0.0) + errors
     return Run(
         source=ctx.source,
         n=0,
         summary=summary,
-        summary_count=int(count) if count is not None else None,
+        summary_count=int(total) if total is not None else None,
         duration_s=duration,
         meta=meta,
     )
+
+
+def _timeslices(doc: dict[str, Any], ctx: Ctx) -> list[Run]:
+    """One aggregate Run per slice, named by its place in time."""
+    slices = arr(key(doc, "timeslices", ctx), "key 'timeslices'", ctx)
+    if not slices:
+        raise ctx.error("key 'timeslices'", "is empty")
+    runs = []
+    for i, raw in enumerate(slices):
+        piece = obj(raw, f"key 'timeslices'[{i}]", ctx)
+        run = _aggregate(piece, ctx, TIMESLICE_SCHEMA)
+        if piece.get("is_complete") is False:
+            note = f"{ctx.source}: timeslice {i} is AIPerf's trailing partial slice"
+            run = replace(run, meta={**run.meta, "note": note})
+        runs.append(replace(run, scenario=f"timeslice {i}"))
+    return runs
+
+
+def _csv_doc(data: bytes, ctx: Ctx) -> dict[str, Any]:
+    """The CSV's rows in the JSON's shape: {"time_to_first_token": {"unit": "ms", "p50": ...}}."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ctx.error("", f"is not UTF-8 text (byte {e.start})") from None
+    if not text.endswith("\n"):  # AIPerf ends every line: a file without one was cut short
+        raise ctx.error("", "is cut short (its last line has no line end)")
+    doc: dict[str, Any] = {}
+    columns: list[str] = []
+    counts = False  # the `Metric,Value` block of counts, after the statistics
+    for line, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if not row or not any(cell.strip() for cell in row):
+            continue
+        if row[0] == "Metric":  # a block's header: its columns name the cells below
+            columns = [cell.strip() for cell in row]
+            counts = counts or columns == ["Metric", "Value"]
+            continue
+        match = _CSV_ROW.fullmatch(row[0].strip())
+        name = _CSV_NAMES.get(match.group(1)) if match else None
+        if match is None or name is None:
+            continue
+        if len(row) != len(columns):
+            raise ctx.error(f"line {line}", f"has {len(row)} cells; its header has {len(columns)}")
+        stats: dict[str, Any] = {"unit": match.group(2) or "requests"}
+        for column, cell in zip(columns[1:], row[1:], strict=False):
+            if cell.strip():
+                where = f"line {line}: {row[0]!r}, column {column!r}"
+                stats["avg" if column == "Value" else column] = _csv_number(cell, where, ctx)
+        doc[name] = stats
+    if not counts:
+        raise ctx.error("", "is cut short (no 'Metric,Value' block of counts)")
+    return doc
+
+
+def _csv_number(cell: str, where: str, ctx: Ctx) -> float:
+    try:
+        value = float(cell)
+    except ValueError:
+        raise ctx.error(where, f"must be a number, not {cell[:40]!r}") from None
+    return number(value, where, ctx)
 
 
 def _avg(doc: dict[str, Any], name: str, ctx: Ctx) -> float | None:

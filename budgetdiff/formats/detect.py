@@ -45,7 +45,7 @@ def detect(data: bytes, source: str, options: ReadOptions) -> Reader:
         head = head.replace(b"\r", b"\n")
     looks_json = head.lstrip()[:1] in (b"{", b"[")
     for candidate in READERS:
-        if (looks_json or not candidate.json) and candidate.sniff(head, source):
+        if candidate.may_claim(head, looks_json) and candidate.sniff(head, source):
             return candidate
     from budgetdiff.formats import native_sniff  # as the readers: imported when first needed
 

@@ -32,6 +32,7 @@ from budgetdiff.formats._checks import (
     pooled,
     unique_names,
 )
+from budgetdiff.formats.aiperf import AIPERF_ONLY
 from budgetdiff.table import FloatArray, Run
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ _RAW = re.compile(rb'"experiments"\s*:\s*\[')
 _RAW_ANY = re.compile(rb'"(?:response_timestamps|request_inputs|experiment)"\s*:')
 _STATS = re.compile(rb'"time_to_first_token"\s*:\s*\{\s*"unit"')
 _GENAI_ANY = re.compile(rb'"(?:perf_analyzer|request_goodput|request_throughput)"\s*:')
-_AIPERF = re.compile(rb'"(?:aiperf_version|schema_version)"\s*:')
+_AIPERF = re.compile(rb'"(?:aiperf_version|schema_version|timeslices)"\s*:')
 
 _SUMMARY_NAMES = {
     "time_to_first_token": ("ttft", "first_token"),
@@ -57,7 +58,8 @@ def sniff(head: bytes, name: str) -> bool:
     """The raw export (`experiments` of `requests` with `response_timestamps`) or the aggregate."""
     if _RAW.search(head) and _RAW_ANY.search(head):
         return True
-    return bool(_STATS.search(head) and _GENAI_ANY.search(head) and not _AIPERF.search(head))
+    aiperf = _AIPERF.search(head) or AIPERF_ONLY.search(head)  # AIPerf mimics this file
+    return bool(_STATS.search(head) and _GENAI_ANY.search(head) and not aiperf)
 
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:

@@ -1,4 +1,5 @@
-"""Reader for GuideLLM's `benchmarks.json` (`guidellm benchmark --output-path benchmarks.json`).
+"""Reader for GuideLLM's `benchmarks.json` (`guidellm benchmark --output-path benchmarks.json`),
+or the same report as `benchmarks.yaml`.
 
 Every entry of `benchmarks` is one scenario, named from its scheduling strategy
 ("synchronous", "throughput", "concurrency=8", "rate=10.0/s"). Per request: TTFT
@@ -6,6 +7,12 @@ Every entry of `benchmarks` is one scenario, named from its scheduling strategy
 request id. Successful requests are ok, errored ones are failed; incomplete ones (cut off when
 the benchmark ended) are left out, as GuideLLM's own statistics leave them out. GuideLLM keeps
 no per-token timestamps, so there is no ITL, only decode = total - TTFT.
+
+From 0.5 the lists also hold the warm-up and cool-down requests, which GuideLLM's statistics
+leave out: a request counts when it ends at or after `scheduler_metrics.measure_start_time`
+and starts at or before `measure_end_time` (GuideLLM's `get_within_range`). The others are
+left out here too, with a note; the count kept must equal `metrics.request_totals`, or the
+file's own percentiles are used.
 
 The per-request lists may hold only a sample (GuideLLM's `sample_size`: k of the n requests
 that `metrics.request_totals` counts; 0.8 development versions wrote them empty). A sample
@@ -29,7 +36,7 @@ from budgetdiff.formats._checks import (
     arr,
     finite,
     key,
-    load_json,
+    load_document,
     load_name,
     number,
     obj,
@@ -44,6 +51,11 @@ HINT = "a GuideLLM `benchmarks.json` file"
 
 _BENCHMARKS = re.compile(rb'"benchmarks"\s*:\s*\[')
 _GUIDELLM_ANY = re.compile(rb'"guidellm_version"\s*:|"generative_benchmark"')
+# the same in GuideLLM's YAML output (`--output-path benchmarks.yaml`)
+_YAML_BENCHMARKS = re.compile(rb"^benchmarks:[ \t]*\r?$", re.MULTILINE)
+_YAML_ANY = re.compile(
+    rb"^\s*(?:guidellm_version:|-?\s*type_:\s*generative_benchmark\b)", re.MULTILINE
+)
 # GuideLLM's percentile keys: p001 is the 0.1th, p999 the 99.9th
 _PERCENTILES = {"p01": 1.0, "p05": 5.0, "p10": 10.0, "p25": 25.0, "p50": 50.0, "p75": 75.0}
 _PERCENTILES |= {"p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9, "p001": 0.1}
@@ -57,13 +69,15 @@ CONFIDENCE = 0.95  # a sample must give a finite interval for the percentile at 
 
 
 def sniff(head: bytes, name: str) -> bool:
-    """A `benchmarks` list with GuideLLM's version key or benchmark type."""
-    return _BENCHMARKS.search(head) is not None and _GUIDELLM_ANY.search(head) is not None
+    """A `benchmarks` list with GuideLLM's version key or benchmark type, in JSON or YAML."""
+    if _BENCHMARKS.search(head) is not None and _GUIDELLM_ANY.search(head) is not None:
+        return True
+    return _YAML_BENCHMARKS.search(head) is not None and _YAML_ANY.search(head) is not None
 
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     ctx = Ctx(NAME, source, HINT)
-    doc = obj(load_json(data, ctx), "top level", ctx)
+    doc = obj(load_document(data, ctx), "top level", ctx)
     benchmarks = arr(key(doc, "benchmarks", ctx), "key 'benchmarks'", ctx)
     if not benchmarks:
         raise ctx.error("key 'benchmarks'", "is empty")
@@ -106,15 +120,32 @@ def _benchmark(
 ) -> tuple[Run, str]:
     meta = dict(base_meta)
     name = _strategy(bench, meta)
-    rows = _rows(bench, where, ctx, meta)
+    rows = _measured(_rows(bench, where, ctx, meta), bench, where, ctx, meta)
     kept, totals = sum(1 for r in rows if r[2]), _totals(bench, where, ctx)
+    if totals is not None and totals[0] < kept:  # GuideLLM counted fewer than the list holds
+        _note(
+            meta,
+            f"{ctx.source}: {where}.requests.successful lists {numbers.count(kept)} requests "
+            f"in the measured period but request_totals counts {numbers.count(totals[0])}; "
+            "the percentiles are GuideLLM's own",
+        )
+        return _from_metrics(bench, where, ctx, meta, totals), name
     if totals is not None and totals[0] > kept:  # the list is a sample of the requests
         if kept < needed_for_interval(options.percentile, CONFIDENCE):
-            return _from_metrics(bench, where, ctx, meta, kept, totals, options.percentile), name
-        meta["note"] = (
+            held = "is empty" if kept == 0 else f"holds {numbers.count(kept)}"
+            _note(
+                meta,
+                f"{ctx.source}: requests.successful {held} of the "
+                f"{numbers.count(totals[0])} successful requests (request_totals), too few "
+                f"for {numbers.percentile(options.percentile)}; the percentiles are "
+                "GuideLLM's own over all of them",
+            )
+            return _from_metrics(bench, where, ctx, meta, totals), name
+        _note(
+            meta,
             f"{ctx.source}: the per-request list is a sample: {numbers.count(kept)} of the "
             f"{numbers.count(totals[0])} "
-            "successful requests (GuideLLM's sample_size); percentiles are estimated from it"
+            "successful requests (GuideLLM's sample_size); percentiles are estimated from it",
         )
     return _per_request(rows, ctx, duration=finite(bench.get("duration")), meta=meta), name
 
@@ -136,6 +167,45 @@ def _rows(bench: dict[str, Any], where: str, ctx: Ctx, meta: dict[str, str | flo
     if isinstance(incomplete, list):
         meta["incomplete"] = float(len(incomplete))
     return rows
+
+
+def _measured(
+    rows: list[_Row], bench: dict[str, Any], where: str, ctx: Ctx, meta: dict[str, str | float]
+) -> list[_Row]:
+    """The requests GuideLLM's statistics count: those overlapping its measured period."""
+    scheduler = bench.get("scheduler_metrics")
+    if not isinstance(scheduler, dict):
+        return rows
+    swhere = f"{where}.scheduler_metrics"
+    start = optional_number(
+        scheduler.get("measure_start_time"), f"{swhere}.measure_start_time", ctx
+    )
+    end = optional_number(scheduler.get("measure_end_time"), f"{swhere}.measure_end_time", ctx)
+    if np.isnan(start) or np.isnan(end):
+        return rows
+    kept = []
+    for row, rwhere, good in rows:
+        began = optional_number(row.get("request_start_time"), f"{rwhere}.request_start_time", ctx)
+        ended = optional_number(row.get("request_end_time"), f"{rwhere}.request_end_time", ctx)
+        if np.isnan(ended):  # a file without per-request times: nothing to tell apart
+            return rows
+        if ended >= start and (began <= end if not np.isnan(began) else ended <= end):
+            kept.append((row, rwhere, good))
+    left_out = len(rows) - len(kept)
+    if left_out:
+        _note(
+            meta,
+            f"{ctx.source}: {numbers.count(left_out)} of the {numbers.count(len(rows))} listed "
+            "requests ran in GuideLLM's warm-up or cool-down and are left out, as its own "
+            "statistics leave them out",
+        )
+    return kept
+
+
+def _note(meta: dict[str, str | float], text: str) -> None:
+    """Add a sentence to the reader's note on the file."""
+    old = meta.get("note")
+    meta["note"] = f"{old}; {text}" if isinstance(old, str) else text
 
 
 def _per_request(
@@ -198,12 +268,15 @@ def _per_request(
 
 
 def _totals(bench: dict[str, Any], where: str, ctx: Ctx) -> tuple[int, int] | None:
-    """(successful, errored) from `metrics.request_totals`, or None where the file has none."""
+    """(successful, errored) from `metrics.request_totals` (GuideLLM 0.3: the benchmark's own
+    `request_totals`), or None where the file has none."""
     metrics = bench.get("metrics")
     totals = metrics.get("request_totals") if isinstance(metrics, dict) else None
+    twhere = f"{where}.metrics.request_totals"
+    if not isinstance(totals, dict):
+        totals, twhere = bench.get("request_totals"), f"{where}.request_totals"
     if not isinstance(totals, dict) or "successful" not in totals:
         return None
-    twhere = f"{where}.metrics.request_totals"
     good = number(totals["successful"], f"{twhere}.successful", ctx, latency=True)
     bad = optional_number(totals.get("errored"), f"{twhere}.errored", ctx)
     return int(good), 0 if np.isnan(bad) else int(bad)
@@ -214,9 +287,7 @@ def _from_metrics(
     where: str,
     ctx: Ctx,
     meta: dict[str, str | float],
-    kept: int,
     totals: tuple[int, int],
-    p: float,
 ) -> Run:
     """The file's own percentiles over every request, when its per-request list is too small."""
     metrics = obj(bench["metrics"], f"{where}.metrics", ctx)
@@ -233,12 +304,6 @@ def _from_metrics(
         }
         for name in names:
             summary[name] = dict(values)
-    held = "is empty" if kept == 0 else f"holds {numbers.count(kept)}"
-    note = (
-        f"{ctx.source}: requests.successful {held} of the "
-        f"{numbers.count(totals[0])} successful requests (request_totals), too few for "
-        f"{numbers.percentile(p)}; the percentiles are GuideLLM's own over all of them"
-    )
     good, bad = totals
     return Run(
         source=ctx.source,
@@ -246,7 +311,7 @@ def _from_metrics(
         summary=summary,
         summary_count=good + bad,
         duration_s=finite(bench.get("duration")),
-        meta={**meta, "failures": float(bad), "note": note},
+        meta={**meta, "failures": float(bad)},
     )
 
 

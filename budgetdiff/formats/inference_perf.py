@@ -22,7 +22,7 @@ import numpy as np
 
 from budgetdiff.errors import ReadError
 from budgetdiff.formats import ReadOptions
-from budgetdiff.formats._checks import Ctx, finite, load_json, numbers
+from budgetdiff.formats._checks import Ctx, finite, load_document, numbers
 from budgetdiff.numbers import given, ms
 from budgetdiff.table import BoolArray, FloatArray, Itl, Run
 
@@ -55,6 +55,8 @@ SERVER: dict[str, tuple[str, ...]] = {
 _PER_REQUEST = re.compile(rb'^\s*\[\s*\{\s*"(start_time|end_time|request|response|info|error)"')
 _LOAD_SUMMARY = re.compile(rb'"load_summary"\s*:\s*\{')
 _SUCCESSES = re.compile(rb'"successes"\s*:\s*\{')
+_YAML_LOAD_SUMMARY = re.compile(rb"(?:---\s*\n)?load_summary:[ \t]*\r?\n")
+_YAML_SUCCESSES = re.compile(rb"^successes:[ \t]*\r?$", re.MULTILINE)
 _STAGE = re.compile(r"stage_(\d+)_")
 _ID = re.compile(r'"id"\s*:\s*"([^"]+)"')
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)$")
@@ -65,16 +67,19 @@ def _fail(source: str, message: str) -> ReadError:
 
 
 def sniff(head: bytes, name: str) -> bool:
-    """A per-request lifecycle list, or a report object that starts with `load_summary`."""
+    """A per-request lifecycle list, or a report object that starts with `load_summary` (in
+    JSON, or kept as YAML)."""
     if head.lstrip().startswith(b"{") and _LOAD_SUMMARY.search(head):
         return _SUCCESSES.search(head) is not None or len(head) >= 65536
+    if _YAML_LOAD_SUMMARY.match(head.lstrip()):
+        return _YAML_SUCCESSES.search(head) is not None or len(head) >= 65536
     if _PER_REQUEST.match(head):
         return b'"start_time"' in head and b'"end_time"' in head and b'"info"' in head
     return False
 
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
-    doc = load_json(data, Ctx(NAME, source, HINT))
+    doc = load_document(data, Ctx(NAME, source, HINT))
     if isinstance(doc, list):
         return [_per_request(doc, source)]
     if isinstance(doc, dict) and "successes" in doc:

@@ -10,6 +10,7 @@ per scenario). Modules are imported on first use: start-up pays only for the rea
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, cast
 
@@ -39,8 +40,17 @@ class Reader:
     schema: str
     module_name: str
     # A JSON format's file starts with `{` or `[`: detection asks it about no other file, and
-    # so does not import it for a CSV, Parquet or Prometheus file.
+    # so does not import it for a CSV, Parquet or Prometheus file...
     json: bool = True
+    # ...unless the tool also writes a text shape (a CSV, YAML) whose first bytes this marks:
+    # looked for without importing the module, so that a table still pays for no JSON reader
+    text: re.Pattern[bytes] | None = None
+
+    def may_claim(self, head: bytes, looks_json: bool) -> bool:
+        """Whether to ask this reader's sniffer about a file that starts as `head` does."""
+        if looks_json or not self.json:
+            return True
+        return self.text is not None and self.text.search(head) is not None
 
     @property
     def module(self) -> ReaderModule:
@@ -53,18 +63,19 @@ class Reader:
         return self.module.read(data, source, options)
 
 
-def _reader(name: str, schema: str, *, json: bool = True) -> Reader:
-    return Reader(name, schema, f"budgetdiff.formats.{name.replace('-', '_')}", json)
+def _reader(name: str, schema: str, *, json: bool = True, text: bytes | None = None) -> Reader:
+    pattern = re.compile(text, re.MULTILINE) if text is not None else None
+    return Reader(name, schema, f"budgetdiff.formats.{name.replace('-', '_')}", json, pattern)
 
 
 READERS = (
     _reader("vllm", "bench serve result"),
     _reader("sglang", "bench_serving result"),
-    _reader("aiperf", "current"),
+    _reader("aiperf", "current", text=rb"\A\s*Metric,avg,min,max,"),  # its aggregate CSV
     _reader("genai-perf", "profile export"),
     _reader("llmperf", "individual responses"),
-    _reader("guidellm", "benchmarks"),
-    _reader("inference-perf", "lifecycle metrics"),
+    _reader("guidellm", "benchmarks", text=rb"^benchmarks:"),  # its YAML output too
+    _reader("inference-perf", "lifecycle metrics", text=rb"^load_summary:"),  # and as YAML
     _reader("otlp", "OTLP/JSON"),
     _reader("otel-console", "ConsoleSpanExporter"),
     _reader("prometheus", "text exposition", json=False),

@@ -7,6 +7,16 @@ per-request lists, so `budgetdiff.formats.sglang` reuses `read_results`.
 Without `--save-detailed` (SGLang: `--output-details`) the tool drops the per-request lists
 (`ttfts`, `itls`, `errors`, ...) and keeps its own percentiles, `p99_ttft_ms`, `median_e2el_ms`
 (SGLang: `p99_e2e_latency_ms`), `p95_tpot_ms`, `p99_itl_ms`: that object is an aggregate Run.
+`vllm bench sweep serve` keeps each combination's runs in a `summary.json`: a JSON array of
+those results, each with its `run_number` (and the sweep's parameters): one scenario per run,
+named from its load and run number.
+
+When nothing completed (`completed` 0) vLLM still writes them, as 0.0 (`np.percentile(ttfts or
+0, p)`): placeholders, not measurements, so they are left out and the run is all failures.
+
+Some versions write `ttfts` and `itls` but no `latencies` (vllm/benchmarks/serve.py at
+def9ce85): the end to end is then TTFT plus the inter-token gaps, as vLLM's own latency of a
+streamed request is, with a note.
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from budgetdiff import numbers as numbers_text
 from budgetdiff.formats import ReadOptions
 from budgetdiff.formats._checks import (
     Ctx,
@@ -60,26 +71,42 @@ def sniff(head: bytes, name: str) -> bool:
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     ctx = Ctx(NAME, source, HINT)
-    return read_results(data, ctx, tool="vllm bench serve", latency_key="latencies")
+    return read_results(data, ctx, tool="vllm bench serve", latency_key="latencies", sweep=True)
 
 
-def read_results(data: bytes, ctx: Ctx, *, tool: str, latency_key: str | None) -> list[Run]:
+def read_results(
+    data: bytes, ctx: Ctx, *, tool: str, latency_key: str | None, sweep: bool = False
+) -> list[Run]:
     """Every JSON object of the file as one Run; more than one object means named scenarios.
 
     `latency_key` names the per-request end-to-end list (seconds); without one (SGLang), the
-    total is the time to the last token, TTFT plus the sum of the inter-token gaps.
+    total is the time to the last token, TTFT plus the sum of the inter-token gaps. With
+    `sweep`, a file that is one JSON array (`vllm bench sweep`'s summary.json) holds the runs.
     """
     values = list(iter_json_values(data, ctx))
     if not values:
         raise ctx.error("", "is empty")
-    runs = []
-    for line, value in values:
-        prefix = f"line {line}: " if len(values) > 1 else ""
-        runs.append(_one(obj(value, prefix or "top level", ctx), ctx, prefix, tool, latency_key))
+    if sweep and len(values) == 1 and isinstance(values[0][1], list):
+        results = [(f"[{i}]: ", item) for i, item in enumerate(values[0][1])]
+        if not results:
+            raise ctx.error("top level", "is an empty list (a sweep summary without runs)")
+    else:
+        results = [(f"line {line}: " if len(values) > 1 else "", v) for line, v in values]
+    runs, names = [], []
+    for prefix, value in results:
+        result = obj(value, prefix.rstrip(": ") or "top level", ctx)
+        run = _one(result, ctx, prefix, tool, latency_key)
+        runs.append(run)
+        names.append(_name(run, finite(result.get("run_number"))))
     if len(runs) == 1:
         return runs
-    names = unique_names([load_name(_conc(r), _rate(r)) for r in runs])
-    return [_renamed(r, n) for r, n in zip(runs, names, strict=True)]
+    return [_renamed(r, n) for r, n in zip(runs, unique_names(names), strict=True)]
+
+
+def _name(run: Run, run_number: float | None) -> str:
+    """The load settings, and the sweep's run number where the result has one."""
+    name = load_name(_conc(run), _rate(run))
+    return name if run_number is None else f"{name}, run={numbers_text.given(run_number)}"
 
 
 def _conc(run: Run) -> float | None:
@@ -106,6 +133,12 @@ def _one(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str, latency_key: 
     ok = np.array([not e for e in errors], dtype=bool) if errors is not None else np.ones(n, bool)
     ttft = np.where(ok, lists.ttft_s * 1000.0, np.nan)
     gaps_ms = _succeeded_gaps(lists.gaps_s, ok)
+    meta = {**_meta(result, tool), "schema": DETAILED}
+    if latency_key is not None and lists.total_s is None:
+        meta["note"] = (
+            f"{ctx.source}: {prefix}no per-request '{latency_key}': end to end is TTFT plus "
+            "the inter-token gaps"
+        )
     if lists.total_s is not None:
         total = np.where(ok, lists.total_s * 1000.0, np.nan)
         decode = total - ttft
@@ -131,7 +164,7 @@ def _one(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str, latency_key: 
         itl=gaps_ms,
         start_time=lists.start_time,
         duration_s=_opt_float(result, "duration"),
-        meta={**_meta(result, tool), "schema": DETAILED},
+        meta=meta,
     )
 
 
@@ -163,8 +196,8 @@ def _per_request(result: dict[str, Any], ctx: Ctx, prefix: str, latency_key: str
     gaps_s = number_lists(itl_lists, lambda i: f"{prefix}key 'itls'[{i}]", ctx, latency=True)
     lists: dict[str, Any] = {"ttfts": ttft_s, "itls": itl_lists}
     total_s: FloatArray | None = None
-    if latency_key is not None:
-        total_s = numbers(need(latency_key), f"{prefix}key '{latency_key}'", ctx, latency=True)
+    if latency_key is not None and result.get(latency_key) is not None:
+        total_s = numbers(result[latency_key], f"{prefix}key '{latency_key}'", ctx, latency=True)
         lists[latency_key] = total_s
     optional = {
         name: _opt_numbers(result, name, ctx, prefix)
@@ -190,7 +223,15 @@ def _per_request(result: dict[str, Any], ctx: Ctx, prefix: str, latency_key: str
 def _aggregate(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str) -> Run:
     """The tool's own percentiles of a result saved without the per-request lists."""
     summary: dict[str, dict[float, float]] = {}
-    for name, value in result.items():
+    completed = finite(result.get("completed"))
+    failed = finite(result.get("failed"))
+    meta: dict[str, str | float] = {**_meta(result, tool), "schema": AGGREGATE}
+    if completed == 0:  # every statistic is vLLM's 0.0 placeholder: nothing was measured
+        meta["note"] = (
+            f"{ctx.source}: {prefix}no request completed: the file's 0.0 ms percentiles are "
+            "placeholders, not measurements"
+        )
+    for name, value in result.items() if completed != 0 else ():
         match = _SUMMARY_KEY.fullmatch(name)
         if match is None or value is None:  # a metric the run had no data for is null
             continue
@@ -198,9 +239,6 @@ def _aggregate(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str) -> Run:
         ms = number(value, f"{prefix}key '{name}'", ctx, latency=True)
         for out in _SUMMARY_NAMES[match.group(3)]:
             summary.setdefault(out, {}).setdefault(q, ms)  # p50 and median are the same
-    completed = finite(result.get("completed"))
-    failed = finite(result.get("failed"))
-    meta: dict[str, str | float] = {**_meta(result, tool), "schema": AGGREGATE}
     if failed is not None:
         meta["failures"] = failed
     count = None if completed is None else int(completed + (failed or 0.0))

@@ -41,7 +41,7 @@ def _scenario(s: Scenario) -> dict[str, Any]:
         "verdict": s.verdict,
         "percentile": c.percentile,
         "requests": {"base": c.base.requests if c.base else None, "head": c.head.requests},
-        "failed": {"base": c.base.failed if c.base else None, "head": c.head.failed},
+        "failed": {"base": _failed(c.base), "head": _failed(c.head)},
         "inputs": {"base": _input(c.base) if c.base else None, "head": _input(c.head)},
         "paired": c.paired,
         "headline": c.headline,
@@ -124,6 +124,11 @@ def _history(s: Scenario) -> dict[str, Any] | None:
             for t in h.trends
         ],
     }
+
+
+def _failed(side: Side | None) -> int | None:
+    """The failed count, null where the file does not say (not 0)."""
+    return side.failed if side is not None and side.failed_known else None
 
 
 def _input(side: Side) -> dict[str, Any]:

@@ -70,7 +70,7 @@ def _counts(c: Comparison) -> str:
     sides = [("base", c.base), ("head", c.head)] if c.base is not None else [("head", c.head)]
     counts = [
         f"{name} {cells.requests(side.requests)}"
-        + (f" ({side.failed} failed)" if side.requests is not None else "")
+        + (f" ({side.failed} failed)" if side.requests is not None and side.failed_known else "")
         for name, side in sides
         if side is not None
     ]
