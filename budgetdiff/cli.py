@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from budgetdiff.history import Loaded
     from budgetdiff.report import Report
     from budgetdiff.results import Acceptance
+    from budgetdiff.table import Run
 
 EXAMPLES = {
     "compare": """example:
@@ -145,6 +146,19 @@ def cmd_compare(o: RunOptions, edge: Edge) -> int:
 
     budget = _load_budget(o.budget)
     fail_on = _fail_on(o.fail_on, budget)
+    if o.prometheus:  # issue 27: base and head from a live Prometheus, not from files
+        base_run, head_run = _live(o, budget, edge, compare=True)
+        report = evaluate.evaluate(
+            [base_run] if base_run else None,
+            [head_run],
+            budget,
+            fail_on=fail_on,
+            report_id=o.id,
+            accepted=_accepted(o, edge.github),
+            history=_history(o.history, edge.environ),
+        )
+        return _finish(report, o, edge)
+    _files_only(o)
     base_files, no_base = _base_files(o, edge)
     base_ref = None if o.base_artifact else o.base_ref  # an artifact's files are local
     reading = evaluate.Reading(
@@ -192,21 +206,55 @@ def cmd_check(o: RunOptions, edge: Edge) -> int:
     from budgetdiff import evaluate  # the pipeline: --help and --version do without it
 
     budget = _load_budget(o.budget)
-    reading = evaluate.Reading(
-        budget=budget, environ=edge.environ, fmt=o.format, scenarios=o.scenario
-    )
-    head = reading.side(o.head, o.head_ref)
+    if o.prometheus:  # issue 27: the head from a live Prometheus
+        head_runs = [_live(o, budget, edge, compare=False)[1]]
+    else:
+        _files_only(o)
+        reading = evaluate.Reading(
+            budget=budget, environ=edge.environ, fmt=o.format, scenarios=o.scenario
+        )
+        head_runs = reading.side(o.head, o.head_ref).runs
     report = evaluate.evaluate(
         None,
-        head.runs,
+        head_runs,
         budget,
         fail_on=_fail_on(o.fail_on, budget),
         report_id=o.id,
         history=_history(o.history, edge.environ),
     )
     if o.html:  # the trend charts and this run's head distributions
-        _write_atomic(Path(o.html), evaluate.trend_page(report, None, head.runs, budget))
+        _write_atomic(Path(o.html), evaluate.trend_page(report, None, head_runs, budget))
     return _finish(report, o, edge)
+
+
+def _live(o: RunOptions, budget: Budget, edge: Edge, *, compare: bool) -> tuple[Run | None, Run]:
+    """Issue 27: the sides `--prometheus` reads (`--head FILE` and the others are not read)."""
+    from budgetdiff.formats.prometheus_live import LiveQuery, read_live
+
+    if o.head or o.base or o.base_artifact:
+        raise UsageError("--prometheus reads both sides from the server: drop --head/--base")
+    query = LiveQuery.parse(
+        o.prometheus or "",
+        base_match=o.base_match,
+        head_match=o.head_match,
+        window=o.window,
+        at=o.at,
+        base_at=o.base_at,
+        head_at=o.head_at,
+        families=budget.prometheus.metrics,
+        compare=compare,
+    )
+    return read_live(query, edge.environ)
+
+
+def _files_only(o: RunOptions) -> None:
+    """Without --prometheus: --head FILE is required and the live flags mean nothing."""
+    live = ("base_match", "head_match", "window", "at", "base_at", "head_at")
+    given = [f"--{f.replace('_', '-')}" for f in live if getattr(o, f) is not None]
+    if given:
+        raise UsageError(f"{given[0]} goes with --prometheus URL (docs/deploy-gate.md)")
+    if not o.head:
+        raise UsageError("the following arguments are required: --head (or --prometheus URL)")
 
 
 def _load_budget(path: str) -> Budget:
@@ -443,6 +491,14 @@ class RunOptions:
     comment: bool | str = True  # or "on-findings"
     accept_label: str = "budgetdiff:accept"
     write: bool = False  # rebudget: update the budget file
+    # issue 27: `--prometheus URL` reads the sides from a live Prometheus
+    prometheus: str | None = None
+    base_match: str | None = None
+    head_match: str | None = None
+    window: str | None = None
+    at: str | None = None
+    base_at: str | None = None
+    head_at: str | None = None
 
 
 _Options = TypeVar("_Options", bound="DataclassInstance")
@@ -560,15 +616,28 @@ def _base_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _head_arguments(p: argparse.ArgumentParser) -> None:
+def _head_arguments(p: argparse.ArgumentParser, *, required: bool = True) -> None:
     p.add_argument(
         "--head",
         action="append",
-        required=True,
+        required=required,
         metavar="FILE",
         help="head results; repeat for a run in several files",
     )
     p.add_argument("--budget", default="budget.yml", metavar="FILE")
+
+
+def _live_arguments(p: argparse.ArgumentParser) -> None:
+    """compare and check: --head FILE, or the sides from a live Prometheus (issue 27)."""
+    _head_arguments(p, required=False)
+    g = p.add_argument_group("a live Prometheus instead of files (docs/deploy-gate.md)")
+    g.add_argument("--prometheus", metavar="URL", help="read the sides from this server")
+    g.add_argument("--base-match", metavar="{L=V}", help='base series, e.g. {version="stable"}')
+    g.add_argument("--head-match", metavar="{L=V}", help='head series, e.g. {version="canary"}')
+    g.add_argument("--window", metavar="DURATION", help="the range of increase() (default 30m)")
+    g.add_argument("--at", metavar="TIME", help="RFC 3339 or Unix seconds ending both windows")
+    g.add_argument("--base-at", metavar="TIME", help="end of the base's window (before)")
+    g.add_argument("--head-at", metavar="TIME", help="end of the head's window (after)")
 
 
 def _page_arguments(p: argparse.ArgumentParser) -> None:
@@ -733,14 +802,14 @@ _COMMANDS = (
     _Command(
         "compare",
         "base vs head against the budget: report, verdict, exit code",
-        (_base_arguments, _head_arguments, _page_arguments, *_REPORT),
+        (_base_arguments, _live_arguments, _page_arguments, *_REPORT),
         RunOptions,
         cmd_compare,
     ),
     _Command(
         "check",
         "one run against the SLO and slice budgets, no base",
-        (_head_arguments, _page_arguments, *_REPORT),
+        (_live_arguments, _page_arguments, *_REPORT),
         RunOptions,
         cmd_check,
     ),
