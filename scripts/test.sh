@@ -20,4 +20,5 @@ trap 'rm -rf "$dist"' EXIT
 "$bin/python" -m zipfile -l "$dist"/*.whl | grep -q "budgetdiff/templates/budget.yml" \
   || { echo "the wheel lacks budgetdiff/templates/ (package-data)"; exit 1; }
 echo "== browser (chromium, mermaid)"; bash scripts/setup-browser.sh
+echo "== prometheus (the deploy gate's live server)"; bash scripts/setup-prometheus.sh
 echo "== pytest"; "$bin/pytest"
