@@ -46,6 +46,10 @@ INPUTS = {
     "accept-label": "INPUT_ACCEPT_LABEL",
     "history-branch": "INPUT_HISTORY_BRANCH",
     "history-size": "INPUT_HISTORY_SIZE",
+    "prometheus-url": "INPUT_PROMETHEUS_URL",
+    "base-match": "INPUT_BASE_MATCH",
+    "head-match": "INPUT_HEAD_MATCH",
+    "window": "INPUT_WINDOW",
 }
 TREND_LINK_ENV = "BUDGETDIFF_TREND_LINK"  # where the comment links the trend page
 
@@ -86,10 +90,11 @@ def build(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
     if token:
         env["GITHUB_TOKEN"] = token
     head = _files(_input(environ, "head"))
-    if not head:
+    live = _live(environ)
+    if not head and not live:
         raise UsageError(
             "input `head` is required: the results file(s) of this commit, e.g. "
-            "`head: results/head.csv`"
+            "`head: results/head.csv` (or `prometheus-url` for the deploy gate)"
         )
     base = _files(_input(environ, "base"))
     context = GitHubContext.from_environ(env)
@@ -124,6 +129,7 @@ def build(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
     argv = ["compare", "--github", f"--id={report_id}"]
     argv += [f"--head={name}" for name in head]
     argv += [f"--base={name}" for name in base]
+    argv += live
     argv.append(f"--budget={_input(environ, 'budget') or 'budget.yml'}")
     for name in ("format", "fail-on", "base-ref", "head-ref", "base-artifact", "comment-author"):
         value = _input(environ, name)
@@ -136,6 +142,17 @@ def build(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         argv.append("--allow-missing-base")
     argv += _history(environ, context, env, report_id)
     return argv, env
+
+
+def _live(environ: Mapping[str, str]) -> list[str]:
+    """Issue 27: `prometheus-url` and its matchers and window as `compare --prometheus`."""
+    url = _input(environ, "prometheus-url")
+    given = [n for n in ("base-match", "head-match", "window") if _input(environ, n)]
+    if not url and given:
+        raise UsageError(f"input `{given[0]}` goes with `prometheus-url` (docs/deploy-gate.md)")
+    if not url:
+        return []
+    return [f"--prometheus={url}", *(f"--{n}={_input(environ, n)}" for n in given)]
 
 
 def _history(

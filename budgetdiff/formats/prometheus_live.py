@@ -34,6 +34,8 @@ NAME = "prometheus"
 SCHEMA = "HTTP API"  # where the report names the file's schema
 NAMESPACES = ("vllm:", "sglang:")
 DEFAULT_WINDOW = "30m"
+# the order families are asked in: end to end first, so an error names the headline's query
+ORDER = ("total", "ttft", "queue", "prefill", "decode", "itl", "tpot")
 BUCKET_ESTIMATES = (
     "the percentiles are bucket estimates (PromQL histogram_quantile's interpolation), each "
     "with the bucket it falls in"
@@ -139,13 +141,13 @@ def read_live(
 def candidates(families: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
     """Slice or metric -> the families that may measure it, in order of preference: the
     budget's own, else vLLM's and SGLang's names (the newer alias first)."""
-    out: dict[str, list[str]] = {}
+    out: dict[str, list[str]] = {target: [] for target in ORDER}
     ordered = sorted(METRIC_NAMES, key=lambda short: short not in _PREFERRED)
     for short in ordered:
         out.setdefault(METRIC_NAMES[short], []).extend(ns + short for ns in NAMESPACES)
     for target, family in families.items():
         out[target] = [family]
-    return {target: tuple(names) for target, names in out.items()}
+    return {target: tuple(names) for target, names in out.items() if names}
 
 
 def _side(client: PrometheusClient, query: LiveQuery, side: Window, name: str) -> Run:
@@ -170,7 +172,7 @@ def _side(client: PrometheusClient, query: LiveQuery, side: Window, name: str) -
         raise PrometheusError(
             f"prometheus {client.url}: no latency histogram has series matching "
             f"{{{side.match}}} in the {query.window} to {side.when} (asked {len(asked)} "
-            f"families); check --{name}-match and --{name}-at; query: {asked[0]}"
+            f"families); check --{name}-match and the window; query: {asked[0]}"
         )
     meta["note"] = (
         f"{name}: Prometheus {client.url}, series {{{side.match}}}, increase over the "

@@ -12,13 +12,8 @@ import numpy as np
 import pytest
 
 from budgetdiff.cli import main
-from tests.prometheus.conftest import Server, free_port
+from tests.prometheus.conftest import BUDGET, Server, free_port
 
-BUDGET = """\
-percentile: 95
-slo: {ttft: 1000, total: 6000}
-slices: {queue: 200, prefill: 800, decode: 2800}
-"""
 STABLE, STABLE_B, CANARY = '{version="stable"}', '{version="stable-b"}', '{version="canary"}'
 
 
@@ -200,4 +195,6 @@ def test_matcher_with_no_series_exits_2(
     assert code == 2
     line = one_line_error(err)
     assert re.search(r'no latency histogram has series matching \{version="canry"\}', line)
-    assert "--head-match" in line and "query: sum by (le)" in line
+    assert "--head-match" in line
+    family = "vllm:e2e_request_latency_seconds_bucket"  # the headline's query
+    assert f'query: sum by (le) (increase({family}{{version="canry"}}[30m]))' in line

@@ -25,6 +25,8 @@ FAMILIES = {
     "vllm:e2e_request_latency_seconds": LATENCY_BUCKETS,
 }
 DEPLOYMENTS = {"stable": (1, 1.0), "stable-b": (2, 1.0), "canary": (3, 1.25)}  # seed, decode x
+# Argo Rollouts' pod label, as Prometheus relabels it (examples/argo/analysis-template.yml)
+POD_TEMPLATE_HASH = {"stable": "6d4f8b7c9", "stable-b": "5b8c7d6f4", "canary": "7f9c6d5b8"}
 PODS = ("pod-0", "pod-1")
 REQUESTS = 1500  # per pod
 WINDOW_S = 1800
@@ -70,7 +72,10 @@ def openmetrics(end: int) -> tuple[str, dict[str, dict[str, np.ndarray]]]:
     for family, bounds in FAMILIES.items():
         lines += [f"# TYPE {family} histogram", f"# HELP {family} vLLM latency, backfilled"]
         for (name, pod), r in pods.items():
-            labels = f'instance="{pod}",model_name="mock-model",version="{name}"'
+            labels = (
+                f'instance="{pod}",model_name="mock-model",version="{name}",'
+                f'rollouts_pod_template_hash="{POD_TEMPLATE_HASH[name]}"'
+            )
             lines += _series(family, labels, bounds, r, scrapes)
     lines.append("# EOF")
     observed = {
