@@ -198,3 +198,20 @@ def test_matcher_with_no_series_exits_2(
     assert "--head-match" in line
     family = "vllm:e2e_request_latency_seconds_bucket"  # the headline's query
     assert f'query: sum by (le) (increase({family}{{version="canry"}}[30m]))' in line
+
+
+def test_a_window_with_too_few_requests_is_inconclusive_with_the_count_needed(
+    prometheus: Server, budget: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """30 s hold some 50 requests a side: too few to test a change at p95 (72 needed)."""
+    argv = compare(prometheus, budget, STABLE, CANARY)
+    argv[argv.index("--window") + 1] = "30s"
+    code, report, err = run(capsys, argv)
+    assert code == 0, err
+    assert report["verdict"] == "warn"
+    n = prometheus.query(f"sum(increase(vllm:e2e_request_latency_seconds_count{CANARY}[30s]))")
+    assert report["requests"]["head"] == round(n) < 72
+    decode = row(report, "decode")
+    assert decode["change"] == "inconclusive" and decode["needed"] == 72
+    [finding] = [f for f in report["findings"] if f["kind"] == "inconclusive"]
+    assert "needs at least 72 per side" in finding["message"] and not finding["fails"]
