@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -75,7 +75,7 @@ class _Bearer(httpx.Auth):
     def __init__(self, token: str) -> None:
         self._token = token
 
-    def auth_flow(self, request: httpx.Request):  # type: ignore[no-untyped-def]
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         request.headers["Authorization"] = f"Bearer {self._token}"
         yield request
 
@@ -124,38 +124,44 @@ class PrometheusClient:
         for attempt in range(MAX_ATTEMPTS):
             last = attempt == MAX_ATTEMPTS - 1
             try:
-                response = self._http.get(f"{self.url}/api/v1/query", params=params)
+                status, content = self._fetch(params, query)
             except httpx.TransportError as e:  # refused, timed out, no such host
                 if last:
                     raise self._error(query, f"cannot be reached ({_reason(e)})") from None
                 self._sleep(BACKOFF_S[attempt])
                 continue
-            if response.status_code in RETRY_STATUSES and not last:
+            if status in RETRY_STATUSES and not last:
                 self._sleep(BACKOFF_S[attempt])
                 continue
-            return self._body(response, query)
+            return self._body(status, content, query)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _body(self, response: httpx.Response, query: str) -> dict[str, object]:
-        if len(response.content) > MAX_BYTES:
-            raise self._error(query, f"answered with over {MAX_BYTES} bytes")
+    def _fetch(self, params: Mapping[str, str], query: str) -> tuple[int, bytes]:
+        """The status and the body, read no further than MAX_BYTES."""
+        with self._http.stream("GET", f"{self.url}/api/v1/query", params=params) as response:
+            content = bytearray()
+            for chunk in response.iter_bytes():
+                content += chunk
+                if len(content) > MAX_BYTES:
+                    raise self._error(query, f"answered with over {MAX_BYTES} bytes")
+            return response.status_code, bytes(content)
+
+    def _body(self, status: int, content: bytes, query: str) -> dict[str, object]:
         try:
-            body = json.loads(response.content)
+            body = json.loads(content)
         except (ValueError, UnicodeDecodeError):
             body = None
         if isinstance(body, dict) and body.get("status") == "error":
             what = str(body.get("errorType", "error"))[:40]
             said = " ".join(str(body.get("error", ""))[:300].split())
-            raise self._error(
-                query, f"refused the query (HTTP {response.status_code} {what}: {said})"
-            )
-        if response.status_code != 200:
+            raise self._error(query, f"refused the query (HTTP {status} {what}: {said})")
+        if status != 200:
             hint = (
                 " (set PROMETHEUS_TOKEN or PROMETHEUS_USERNAME/PASSWORD)"
-                if response.status_code in (401, 403)
+                if status in (401, 403)
                 else ""
             )
-            raise self._error(query, f"answered HTTP {response.status_code}{hint}")
+            raise self._error(query, f"answered HTTP {status}{hint}")
         if not isinstance(body, dict) or body.get("status") != "success":
             raise self._error(query, "answered with something that is not Prometheus' JSON")
         return body

@@ -306,9 +306,13 @@ def _time(flag: str, text: str | None, now: float) -> float:
     if text is None:
         return now
     try:
-        return float(text)
+        seconds = float(text)
     except ValueError:
         pass
+    else:
+        if not (math.isfinite(seconds) and seconds > 0):
+            raise UsageError(f"{flag} {text[:40]!r}: write a time after 1970, in Unix seconds")
+        return seconds
     try:
         parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:

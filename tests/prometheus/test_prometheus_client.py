@@ -124,6 +124,12 @@ def test_not_prometheus_json_is_refused() -> None:
         read_live(query(), {}, transport=transport)
 
 
+def test_an_answer_past_the_size_bound_is_refused() -> None:
+    big = httpx.MockTransport(lambda r: httpx.Response(200, content=b" " * (9 * 1024 * 1024)))
+    with pytest.raises(PrometheusError, match="answered with over 8388608 bytes"):
+        read_live(query(), {}, transport=big)
+
+
 def test_the_histogram_and_the_mean_in_ms() -> None:
     _, head = read_live(
         query(), {}, transport=histogram_server("vllm:e2e_request_latency_seconds", [])
@@ -170,6 +176,7 @@ def test_the_budget_maps_only_rows_of_the_report() -> None:
         ({"at": "yesterday"}, "RFC 3339"),
         ({"at": "2026-12-01T21:00:00"}, "time zone"),
         ({"at": "1", "head_at": "2"}, "not both"),
+        ({"at": "nan"}, "after 1970"),
         ({"base_match": '{version="s"}'}, "check reads one side"),
     ],
 )
