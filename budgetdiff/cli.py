@@ -148,8 +148,9 @@ def cmd_compare(o: RunOptions, edge: Edge) -> int:
     fail_on = _fail_on(o.fail_on, budget)
     if o.prometheus:  # issue 27: base and head from a live Prometheus, not from files
         base_run, head_run = _live(o, budget, edge, compare=True)
+        live_base = [base_run] if base_run else None
         report = evaluate.evaluate(
-            [base_run] if base_run else None,
+            live_base,
             [head_run],
             budget,
             fail_on=fail_on,
@@ -157,6 +158,8 @@ def cmd_compare(o: RunOptions, edge: Edge) -> int:
             accepted=_accepted(o, edge.github),
             history=_history(o.history, edge.environ),
         )
+        if o.html:  # the trend charts (histograms draw no distributions)
+            _write_atomic(Path(o.html), evaluate.trend_page(report, live_base, [head_run], budget))
         return _finish(report, o, edge)
     _files_only(o)
     base_files, no_base = _base_files(o, edge)

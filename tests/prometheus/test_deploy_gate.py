@@ -118,6 +118,15 @@ def test_first_bucket_is_unmeasured_not_a_number(
     assert "first bucket (0, 300] ms" in unmeasured[0]["message"]
 
 
+def test_the_trend_page_is_written_as_the_action_asks(
+    prometheus: Server, budget: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "trend.html"
+    code, _, err = run(capsys, [*compare(prometheus, budget, STABLE, STABLE_B), f"--html={page}"])
+    assert code == 0, err
+    assert page.read_text(encoding="utf-8").startswith("<!")
+
+
 def test_report_names_source_matchers_windows(
     prometheus: Server, budget: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
