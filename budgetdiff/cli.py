@@ -234,8 +234,8 @@ def _live(o: RunOptions, budget: Budget, edge: Edge, *, compare: bool) -> tuple[
     """Issue 27: the sides `--prometheus` reads (`--head FILE` and the others are not read)."""
     from budgetdiff.formats.prometheus_live import LiveQuery, read_live
 
-    if o.head or o.base or o.base_artifact:
-        raise UsageError("--prometheus reads both sides from the server: drop --head/--base")
+    if o.head or o.base or o.base_artifact or o.base_ref or o.head_ref:
+        raise UsageError("--prometheus reads the sides from the server: drop --head/--base/--*-ref")
     query = LiveQuery.parse(
         o.prometheus or "",
         base_match=o.base_match,

@@ -224,3 +224,21 @@ def test_a_window_with_too_few_requests_is_inconclusive_with_the_count_needed(
     assert decode["change"] == "inconclusive" and decode["needed"] == 72
     [finding] = [f for f in report["findings"] if f["kind"] == "inconclusive"]
     assert "needs at least 72 per side" in finding["message"] and not finding["fails"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["compare", "--base", "b.csv"], "required: --head (or --prometheus URL)"),
+        (["check", "--head", "h.csv", "--window", "30m"], "--window goes with --prometheus URL"),
+        (["compare", "--prometheus", "http://127.0.0.1:9", "--head", "h.csv"], "drop --head"),
+        (["check", "--prometheus", "http://u:pw@127.0.0.1:9", "--head-match", "{a=\"b\"}"],
+         "the URL holds credentials"),
+    ],
+)  # fmt: skip
+def test_the_flags_go_together(
+    argv: list[str], said: str, budget: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*argv, "--budget", budget], environ={}) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1 and "pw" not in err
