@@ -99,8 +99,9 @@ def test_numbers_are_promql_histogram_quantile(
             ), (name, side)
     count = prometheus.query(f"sum(increase(vllm:e2e_request_latency_seconds_count{CANARY}[30m]))")
     assert report["requests"]["head"] == round(count)
+    # the requests the data holds (within increase()'s extrapolation at the window's ends)
     assert count == pytest.approx(
-        len(prometheus.observed["canary"]["vllm:e2e_request_latency_seconds"]), rel=0.01
+        len(prometheus.observed["canary"]["vllm:e2e_request_latency_seconds"]), rel=0.03
     )
 
 
