@@ -341,7 +341,7 @@ FORMATS: dict[str, tuple[Maker, str, str, str]] = {
     "parquet-itl": (make_parquet_itl, "parquet", "native", CLIENT_BUDGET.format(itl=", itl: 60")),
     "jsonl-itl": (make_jsonl_itl, "jsonl", "native", CLIENT_BUDGET.format(itl=", itl: 60")),
 }
-# the console script's entry, as a user runs it (it keeps pyarrow from importing pandas)
+# the console script's entry, as a user runs it
 COMPARE = """
 from budgetdiff.cli import entry
 sys.stdout = open("/dev/null", "w")
@@ -366,7 +366,9 @@ except SystemExit:
 # ------------------------------------------------------------------ timing
 
 
-def timed(code: str, *args: str, python: str = "") -> tuple[float, float, float]:
+def timed(
+    code: str, *args: str, python: str = "", env: dict[str, str] | None = None
+) -> tuple[float, float, float]:
     """Wall seconds of a fresh interpreter running `code` (start-up included), its CPU seconds
     (user + system: what the process did, less moved by the load of other jobs than the wall
     time) and its max RSS."""
@@ -380,7 +382,11 @@ def timed(code: str, *args: str, python: str = "") -> tuple[float, float, float]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(
-        [python or PYTHON, "-c", script, *args], capture_output=True, text=True, env=ENV, cwd=WORK
+        [python or PYTHON, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        env=ENV if env is None else env,
+        cwd=WORK,
     )
     seconds = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -476,6 +482,9 @@ def fixed_cost(repeat: int) -> dict[str, Any]:
     }
 
 
+STARTUP_BOUND = 3.0  # a 100-row compare's wall time over `import numpy, pyarrow`
+
+
 def startup(repeat: int, baseline: str | None = None) -> None:
     """The fixed cost in detail, every command in turn (the same load for each), best of
     `repeat`: the 100-row compare with JSON output, with the default table, and with the default
@@ -497,10 +506,19 @@ def startup(repeat: int, baseline: str | None = None) -> None:
         "import numpy, pyarrow, yaml": ("import numpy, pyarrow, yaml",),
     }
     others = {f"100-row compare, --output json, {baseline}": baseline} if baseline else {}
-    runs: dict[str, list[tuple[float, float, float]]] = {n: [] for n in [*commands, *others]}
+    # pyarrow's to_numpy imports pandas whenever it is installed (0.4 s): the dev environment
+    # has it (Report.to_frame's extra), the Action's lock and `pip install budgetdiff` do not
+    blocker = WORK / "no-pandas" / "pandas"
+    blocker.mkdir(parents=True, exist_ok=True)
+    (blocker / "__init__.py").write_text("raise ImportError('hidden: no pandas extra')\n")
+    hidden = {**ENV, "PYTHONPATH": str(blocker.parent)}
+    no_pandas = "100-row compare, --output json, without pandas installed"
+    names = [*commands, no_pandas, *others]
+    runs: dict[str, list[tuple[float, float, float]]] = {n: [] for n in names}
     for _ in range(repeat):
         for name, command in commands.items():
             runs[name].append(timed(*command))
+        runs[no_pandas].append(timed(*compare, "json", env=hidden))
         for name, python in others.items():  # another environment: the code before a change
             runs[name].append(timed(*compare, "json", python=python))
     floor = min(r[0] for r in runs["import numpy, pyarrow"])
@@ -513,6 +531,11 @@ def startup(repeat: int, baseline: str | None = None) -> None:
             f"| {name} | {wall:.3f} s | {wall / floor:.2f}x | {cpu:.3f} s | "
             f"{cpu / floor_cpu:.2f}x |"
         )
+    # the guard (issue 25): a 100-row compare within 3x of importing numpy and pyarrow
+    for name in ("100-row compare, --output json", no_pandas):
+        ratio = min(r[0] for r in runs[name]) / floor
+        verdict = "within" if ratio <= STARTUP_BOUND else "OVER"
+        print(f"start-up guard, {name}: {ratio:.2f}x, {verdict} the {STARTUP_BOUND:g}x bound")
 
 
 def run_format(

@@ -1,9 +1,11 @@
-"""The GitHub Action's entry: inputs (env vars set by action.yml) to argv for `budgetdiff.cli`.
+"""The GitHub Action's entry: its inputs (env vars set by action.yml) to the options of a compare.
 
 action.yml passes every input through `env:` and runs `python -I -m budgetdiff.action` (isolated
 mode: the checked-out workspace cannot shadow budgetdiff's modules); nothing a user writes is
-ever spliced into a shell line. Values go to argparse as `--opt=value`, so one
-that starts with `-` cannot become an option.
+ever spliced into a shell line or an argument list. `budgetdiff.options.ACTION_INPUTS` turns the
+inputs into the `RunOptions` the CLI's flags also become, and the compare runs as the CLI's does
+(`budgetdiff.commands.compare`, through `cli.guarded`). What is the Action's own: the token, the
+results artifact of a `workflow_run` (the fork-PR flow), and the history branch.
 """
 
 from __future__ import annotations
@@ -13,63 +15,21 @@ import os
 import sys
 import tempfile
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from budgetdiff import cli
-from budgetdiff.errors import (
-    BUG_EXIT_CODE,
-    BudgetdiffError,
-    PublishError,
-    UsageError,
-    bug_message,
-)
-from budgetdiff.github import GitHubContext, actions, fetch_results_artifact, validate_report_id
+from budgetdiff.commands import compare
+from budgetdiff.commands.output import Edge
+from budgetdiff.errors import PublishError, UsageError
+from budgetdiff.evaluate import TREND_LINK_ENV
+from budgetdiff.github import GitHubContext, actions, fetch_results_artifact
 from budgetdiff.github.history_store import Store, validate_branch
-from budgetdiff.render.text import one_line
+from budgetdiff.options import ACTION_INPUTS, RunOptions, action_input, from_action
 
 # input name -> the env var action.yml sets for it
-INPUTS = {
-    "base": "INPUT_BASE",
-    "head": "INPUT_HEAD",
-    "budget": "INPUT_BUDGET",
-    "format": "INPUT_FORMAT",
-    "fail-on": "INPUT_FAIL_ON",
-    "comment": "INPUT_COMMENT",
-    "id": "INPUT_ID",
-    "github-token": "INPUT_GITHUB_TOKEN",
-    "base-ref": "INPUT_BASE_REF",
-    "head-ref": "INPUT_HEAD_REF",
-    "base-artifact": "INPUT_BASE_ARTIFACT",
-    "comment-author": "INPUT_COMMENT_AUTHOR",
-    "results-artifact": "INPUT_RESULTS_ARTIFACT",
-    "allow-missing-base": "INPUT_ALLOW_MISSING_BASE",
-    "accept-label": "INPUT_ACCEPT_LABEL",
-    "history-branch": "INPUT_HISTORY_BRANCH",
-    "history-size": "INPUT_HISTORY_SIZE",
-    "prometheus-url": "INPUT_PROMETHEUS_URL",
-    "base-match": "INPUT_BASE_MATCH",
-    "head-match": "INPUT_HEAD_MATCH",
-    "window": "INPUT_WINDOW",
-}
-TREND_LINK_ENV = "BUDGETDIFF_TREND_LINK"  # where the comment links the trend page
-
-
-def _input(environ: Mapping[str, str], name: str) -> str:
-    return environ.get(INPUTS[name], "").strip()
-
-
-def _flag(environ: Mapping[str, str], name: str) -> bool:
-    value = _input(environ, name).lower()
-    if value in ("", "false"):
-        return False
-    if value == "true":
-        return True
-    raise UsageError(f"input `{name}`: {value[:40]!r}: write true or false")
-
-
-def _files(value: str) -> list[str]:
-    """One path per line (a path may contain spaces; commas are legal in file names too)."""
-    return [line.strip() for line in value.splitlines() if line.strip()]
+INPUTS = {name: spec.env for name, spec in ACTION_INPUTS.items()}
+_input = action_input
 
 
 def _inside(folder: Path, name: str, what: str) -> str:
@@ -83,104 +43,84 @@ def _inside(folder: Path, name: str, what: str) -> str:
     return str(folder.joinpath(*path.parts))
 
 
-def build(environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
-    """(argv for budgetdiff.cli.main, the environment it runs with)."""
+def build(environ: Mapping[str, str]) -> tuple[RunOptions, dict[str, str]]:
+    """(the compare's options, the environment it runs with). Nothing is downloaded before
+    every input is checked."""
     env = dict(environ)
     token = _input(environ, "github-token")
     if token:
         env["GITHUB_TOKEN"] = token
-    head = _files(_input(environ, "head"))
-    live = _live(environ)
-    if not head and not live:
+    o = from_action(environ)  # the id is checked before it names anything on disk
+    _live_inputs(environ)
+    if not o.head and not o.prometheus:
         raise UsageError(
             "input `head` is required: the results file(s) of this commit, e.g. "
             "`head: results/head.csv` (or `prometheus-url` for the deploy gate)"
         )
-    base = _files(_input(environ, "base"))
     context = GitHubContext.from_environ(env)
-    # Validated before it names anything on disk (the results folder below).
-    report_id = validate_report_id(_input(environ, "id") or "default")
-
     results_artifact = _input(environ, "results-artifact")
-    base_artifact = _input(environ, "base-artifact")
-    if not base and base_artifact:
-        # The base file inside the base artifact has the head's name (cli's default, explicit).
-        base = [PurePosixPath(name.replace("\\", "/")).name for name in head]
-    if results_artifact and not base:
+    if results_artifact:
+        o = _from_results_artifact(o, results_artifact, context)
+    return _with_history(o, environ, context, env), env
+
+
+def _live_inputs(environ: Mapping[str, str]) -> None:
+    """Issue 27: `base-match`, `head-match` and `window` say nothing without `prometheus-url`
+    (named as inputs here; the compare names the same mistakes as flags)."""
+    given = [n for n in ("base-match", "head-match", "window") if _input(environ, n)]
+    if given and not _input(environ, "prometheus-url"):
+        raise UsageError(f"input `{given[0]}` goes with `prometheus-url` (docs/deploy-gate.md)")
+
+
+def _from_results_artifact(o: RunOptions, name: str, context: GitHubContext) -> RunOptions:
+    """head (and base, unless it comes from the base artifact) inside the results artifact of
+    the run that triggered this `workflow_run` job, downloaded."""
+    if not o.base and not o.base_artifact:
         raise UsageError(
             "input `base` is required with `results-artifact`: the base results' file name "
             "inside the artifact (e.g. `base: base.csv`), or add `base-artifact` to take the "
             "base from the base branch's latest run; defaulting to the head's name would "
             "compare the head with itself"
         )
-    if results_artifact:
-        if _input(environ, "base-ref") or _input(environ, "head-ref"):
-            raise UsageError(
-                "inputs `base-ref`/`head-ref` do not combine with `results-artifact`: "
-                "the artifact holds the files themselves"
-            )
-        temp = context.temp_dir()
-        folder = Path(tempfile.mkdtemp(prefix=f"budgetdiff-results-{report_id}-", dir=temp))
-        folder = fetch_results_artifact(results_artifact, context, folder)
-        head = [_inside(folder, name, "head") for name in head]
-        if not base_artifact:  # else `base` names files inside the base artifact
-            base = [_inside(folder, name, "base") for name in base]
-
-    argv = ["compare", "--github", f"--id={report_id}"]
-    argv += [f"--head={name}" for name in head]
-    argv += [f"--base={name}" for name in base]
-    argv += live
-    argv.append(f"--budget={_input(environ, 'budget') or 'budget.yml'}")
-    for name in ("format", "fail-on", "base-ref", "head-ref", "base-artifact", "comment-author"):
-        value = _input(environ, name)
-        if value:
-            argv.append(f"--{name}={value}")
-    argv.append(f"--comment={_input(environ, 'comment') or 'true'}")
-    if INPUTS["accept-label"] in environ:  # set, even empty (disabled); unset: the default
-        argv.append(f"--accept-label={_input(environ, 'accept-label')}")
-    if _flag(environ, "allow-missing-base"):
-        argv.append("--allow-missing-base")
-    argv += _history(environ, context, env, report_id)
-    return argv, env
+    if o.base_ref or o.head_ref:
+        raise UsageError(
+            "inputs `base-ref`/`head-ref` do not combine with `results-artifact`: "
+            "the artifact holds the files themselves"
+        )
+    folder = Path(tempfile.mkdtemp(prefix=f"budgetdiff-results-{o.id}-", dir=context.temp_dir()))
+    folder = fetch_results_artifact(name, context, folder)
+    head = tuple(_inside(folder, n, "head") for n in o.head)
+    if o.base_artifact:  # `base` names files inside the base artifact
+        return replace(o, head=head)
+    return replace(o, head=head, base=tuple(_inside(folder, n, "base") for n in o.base))
 
 
-def _live(environ: Mapping[str, str]) -> list[str]:
-    """Issue 27: `prometheus-url` and its matchers and window as `compare --prometheus`."""
-    url = _input(environ, "prometheus-url")
-    given = [n for n in ("base-match", "head-match", "window") if _input(environ, n)]
-    if not url and given:
-        raise UsageError(f"input `{given[0]}` goes with `prometheus-url` (docs/deploy-gate.md)")
-    if not url:
-        return []
-    return [f"--prometheus={url}", *(f"--{n}={_input(environ, n)}" for n in given)]
-
-
-def _history(
-    environ: Mapping[str, str], context: GitHubContext, env: dict[str, str], report_id: str
-) -> list[str]:
-    """`--history` from the store's branch (read on every run), and `--html` for the page."""
+def _with_history(
+    o: RunOptions, environ: Mapping[str, str], context: GitHubContext, env: dict[str, str]
+) -> RunOptions:
+    """`history` from the store's branch (read on every run), and `html` for the page."""
     branch = _input(environ, "history-branch")
     if not branch:
-        return []
+        return o
     validate_branch(branch)  # bad values stop the run before anything is published
     _history_size(environ)
     temp = context.temp_dir()
-    page = temp / f"budgetdiff-trend-{report_id}.html"
-    args = [f"--html={page}"]
+    page = temp / f"budgetdiff-trend-{o.id}.html"
+    o = replace(o, html=str(page))
     try:
-        data = Store(context, branch).read(f"{report_id}.jsonl")
+        data = Store(context, branch).read(f"{o.id}.jsonl")
     except PublishError as exc:  # no history is a poorer report, never a failed run
         print(actions.command("warning", f"history not read: {exc}", title="budgetdiff"))
         data = None
     if data is not None:
-        path = temp / f"budgetdiff-history-{report_id}.jsonl"
+        path = temp / f"budgetdiff-history-{o.id}.jsonl"
         path.write_bytes(data)
-        args.append(f"--history={path}")
+        o = replace(o, history=str(path))
     link = context.artifacts_url()
     if link is not None:
         env[TREND_LINK_ENV] = link
     _output(context, "trend-page", str(page))
-    return args
+    return o
 
 
 def _history_size(environ: Mapping[str, str]) -> int:
@@ -214,7 +154,7 @@ def record(environ: Mapping[str, str], env: Mapping[str, str], code: int) -> Non
     context = GitHubContext.from_environ(env)
     if not branch or code not in (0, 1) or context.event_name != "push":
         return
-    report_id = validate_report_id(_input(environ, "id") or "default")
+    report_id = from_action(environ).id
     try:
         repository = context.payload.get("repository")
         default = repository.get("default_branch") if isinstance(repository, dict) else None
@@ -238,18 +178,19 @@ def record(environ: Mapping[str, str], env: Mapping[str, str], code: int) -> Non
 
 def main(environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
-    try:
-        argv, env = build(environ)
-    except BudgetdiffError as exc:
-        print(f"budgetdiff: error: {one_line(str(exc))}", file=sys.stderr)
-        return exc.exit_code
-    except Exception as exc:  # a bug, as in cli.main
-        print(f"budgetdiff: error: {one_line(bug_message(exc))}", file=sys.stderr)
-        return BUG_EXIT_CODE
-    code = cli.main(argv, env)
+    env: dict[str, str] = dict(environ)
+
+    def run() -> int:
+        nonlocal env
+        o, env = build(environ)
+        return compare.run(
+            o, Edge(environ=env, out=sys.stdout, github=GitHubContext.from_environ(env))
+        )
+
+    code = cli.guarded(run)
     record(environ, env, code)
     return code
 
 
 if __name__ == "__main__":
-    cli.as_process(main)
+    sys.exit(main())

@@ -1,8 +1,7 @@
 """The Python API: `compare` and `check` on files or tables in memory, returning the Report the
-CLI renders. The same pipeline as the CLI (`budgetdiff.evaluate`); only the edges
-differ: results may be DataFrames, pyarrow Tables or dicts of arrays, the budget a dict.
-
-Importing this module is cheap (it is imported with the package); the work starts at the call.
+CLI renders. The same orchestrator as the CLI and the Action (`budgetdiff.evaluate.run`); only
+the edge differs: results may be DataFrames, pyarrow Tables or dicts of arrays, the budget a
+dict, and the options are keyword arguments parsed by `budgetdiff.options`.
 """
 
 from __future__ import annotations
@@ -10,38 +9,46 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
+import pyarrow as pa
+
+from budgetdiff import budget as budgets
+from budgetdiff import evaluate, options
+from budgetdiff.budget import Budget
 from budgetdiff.errors import BudgetError, InputError, UsageError
+from budgetdiff.evaluate import Base, Files, Live, Request, Source, Tables, read_options
+from budgetdiff.formats import detect
+from budgetdiff.report import Report
+from budgetdiff.table import Run
 
 if TYPE_CHECKING:
-    from typing import TypeAlias
-
     import pandas
-    import pyarrow
 
-    from budgetdiff.budget import Budget
-    from budgetdiff.evaluate import Reading
-    from budgetdiff.report import Report
-    from budgetdiff.table import Run
-
-    PathLike: TypeAlias = str | os.PathLike[str]
-    # one row per request in memory, or the file(s) of one run
-    Results: TypeAlias = (
-        PathLike | Sequence[PathLike] | pandas.DataFrame | pyarrow.Table | Mapping[str, Any]
-    )
-    BudgetLike: TypeAlias = PathLike | Mapping[str, Any] | Budget
+PathLike: TypeAlias = "str | os.PathLike[str]"
+# one row per request in memory, the file(s) of one run, or a side of a live Prometheus
+Results: TypeAlias = (
+    "PathLike | Sequence[PathLike] | pandas.DataFrame | pa.Table | Mapping[str, Any] | Live"
+)
+BudgetLike: TypeAlias = "PathLike | Mapping[str, Any] | Budget"
 
 
 def compare(
-    base: Results,
+    base: Results | None,
     head: Results,
     budget: BudgetLike,
     *,
-    fail_on: Iterable[str] | None = None,
+    fail_on: str | Iterable[str] | None = None,
     format: str = "auto",
     id: str = "default",
+    scenarios: Iterable[str] = (),
+    base_ref: str | None = None,
+    head_ref: str | None = None,
+    allow_missing_base: bool = False,
+    base_artifact: str | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Report:
     """Base vs head against the budget, as `budgetdiff compare` does.
 
@@ -49,46 +56,98 @@ def compare(
     list), or one row per request in memory: a pandas DataFrame, a pyarrow Table or a dict of
     equal-length arrays, with the native table's columns (`decode_ms`, `ttft_ms`, ...).
     `budget`: a budget file, YAML text, a dict with the file's keys, or a Budget.
-    `fail_on`: overrides the budget's `fail_on` (empty: never fail).
+    `fail_on`: overrides the budget's `fail_on` (a list, or the CLI's comma list; empty or
+    "never": never fail). `base_ref`/`head_ref`: read the files as they are in that git commit.
+    `allow_missing_base`: base files that do not exist are the `no_base` finding.
+    `base_artifact`: the base from that artifact of the base branch's latest run, through the
+    GitHub API as `environ` (default: the process's) describes it; `base` then names the files
+    inside it (None: the head's names).
     Bad input raises `budgetdiff.errors.BudgetdiffError` (InputError, BudgetError, UsageError)
     with the message the CLI would print.
     """
+    env = os.environ if environ is None else environ
     b = load_budget(budget)
-    kinds = _fail_on(fail_on, b)
-    reading = _reading(b, format)
-    return _evaluate(_runs(base, "base", reading), _runs(head, "head", reading), b, kinds, id)
+    base_source = None if base is None and base_artifact else _source(base, "base", b, base_ref)
+    github = None
+    if base_artifact:
+        from budgetdiff.github import GitHubContext  # the GitHub client only for an artifact
+
+        github = GitHubContext.from_environ(env)
+    request = replace(
+        _request(head, b, fail_on, format, id, scenarios, head_ref, env),
+        base=Base(base_source, base_artifact, allow_missing_base),
+        github=github,
+    )
+    return evaluate.run(request).report
 
 
 def check(
     head: Results,
     budget: BudgetLike,
     *,
-    fail_on: Iterable[str] | None = None,
+    fail_on: str | Iterable[str] | None = None,
     format: str = "auto",
     id: str = "default",
+    scenarios: Iterable[str] = (),
+    head_ref: str | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Report:
     """One run against the SLO and the slice budgets, no base, as `budgetdiff check` does.
-    Takes `compare`'s arguments less `base`."""
+    Takes `compare`'s arguments less the base's."""
+    env = os.environ if environ is None else environ
     b = load_budget(budget)
-    head_runs = _runs(head, "head", _reading(b, format))
-    return _evaluate(None, head_runs, b, _fail_on(fail_on, b), id)
+    return evaluate.run(_request(head, b, fail_on, format, id, scenarios, head_ref, env)).report
 
 
-def _reading(budget: Budget, fmt: str) -> Reading:
-    """How the API reads files: as the CLI does, with the process's environment."""
-    from budgetdiff.evaluate import Reading  # the pipeline: `import budgetdiff` stays cheap
+def _request(
+    head: Results,
+    budget: Budget,
+    fail_on: str | Iterable[str] | None,
+    fmt: str,
+    report_id: str,
+    scenarios: Iterable[str],
+    head_ref: str | None,
+    environ: Mapping[str, str],
+) -> Request:
+    wanted = options.names(scenarios) if isinstance(scenarios, str) else tuple(scenarios)
+    return Request(
+        head=_source(head, "head", budget, head_ref),
+        budget=budget,
+        fail_on=options.fail_on(fail_on, "fail_on"),
+        report_id=options.report_id(report_id, "id"),
+        fmt=fmt,
+        scenarios=wanted,
+        environ=environ,
+    )
 
-    return Reading(budget=budget, environ=os.environ, fmt=fmt)
 
+def live(
+    url: str,
+    *,
+    base_match: str | None = None,
+    head_match: str | None = None,
+    window: str | None = None,
+    at: str | None = None,
+    base_at: str | None = None,
+    head_at: str | None = None,
+) -> tuple[Live | None, Live]:
+    """(base, head) read from a live Prometheus, as `--prometheus URL` reads them (issue 27):
+    pass them to `compare`, or the head alone to `check` (base None: neither `base_match` nor
+    `base_at` given). The arguments are the flags' (docs/deploy-gate.md); credentials come
+    from `compare`'s `environ` (PROMETHEUS_TOKEN, ...)."""
+    from budgetdiff.formats.prometheus_live import LiveQuery  # httpx only when live
 
-def _evaluate(
-    base: list[Run] | None, head: list[Run], budget: Budget, fail_on: list[str], report_id: str
-) -> Report:
-    """The CLI's pipeline on the runs the API has read."""
-    from budgetdiff.evaluate import evaluate
-
-    _check_id(report_id)
-    return evaluate(base, head, budget, fail_on=fail_on, report_id=report_id)
+    query = LiveQuery.parse(
+        url,
+        base_match=base_match,
+        head_match=head_match,
+        window=window,
+        at=at,
+        base_at=base_at,
+        head_at=head_at,
+        compare=base_match is not None or base_at is not None,
+    )
+    return (Live(query, "base") if query.base else None), Live(query, "head")
 
 
 def load_budget(budget: BudgetLike) -> Budget:
@@ -97,9 +156,7 @@ def load_budget(budget: BudgetLike) -> Budget:
     A str is a file name when it is one line ending in .yml, .yaml or .json, or names a file
     that exists; any other str is YAML text.
     """
-    from budgetdiff import budget as budgets
-
-    if isinstance(budget, budgets.Budget):
+    if isinstance(budget, Budget):
         return budget
     if isinstance(budget, Mapping):
         return budgets.validate_budget(budget, "budget")
@@ -118,47 +175,25 @@ def _names_a_file(value: object) -> bool:
     return value.strip().endswith((".yml", ".yaml", ".json")) or Path(value).is_file()
 
 
-def _check_id(report_id: str) -> None:
-    from budgetdiff.report import REPORT_ID_RULE, is_report_id
-
-    if not is_report_id(report_id):
-        raise UsageError(f"id: {report_id[:80]!r}: use {REPORT_ID_RULE}")
-
-
-def _fail_on(kinds: Iterable[str] | None, budget: Budget) -> list[str]:
-    from budgetdiff.budget import FAIL_KINDS
-
-    if kinds is None:
-        return list(budget.fail_on)
-    if isinstance(kinds, str):  # the CLI's spelling: a comma list, or never
-        kinds = [k.strip() for k in kinds.split(",") if k.strip() and k.strip() != "never"]
-    out = list(kinds)
-    bad = [k for k in out if k not in FAIL_KINDS]
-    if bad:
-        raise UsageError(
-            f"fail_on: unknown kind {bad[0]!r}; use some of {', '.join(FAIL_KINDS)} "
-            "(an empty list never fails)"
-        )
-    return out
-
-
-def _runs(results: Results, side: str, reading: Reading) -> list[Run]:
-    """One side's runs: files through the CLI's readers, tables through the native reader."""
+def _source(results: Results | None, side: str, budget: Budget, ref: str | None) -> Source:
+    """One side's results: files (read by the orchestrator, as the CLI's are), or a table in
+    memory, read here through the native reader."""
+    if results is None:
+        raise UsageError(f"{side}: None is not results; pass a file name or a table")
+    if isinstance(results, Live):
+        return results  # read by the orchestrator, from the server
     if isinstance(results, (str, os.PathLike)):
-        return reading.side([os.fspath(results)]).runs
+        return Files((os.fspath(results),), ref)
     if isinstance(results, (list, tuple)):
         paths = [os.fspath(p) for p in results if isinstance(p, (str, os.PathLike))]
         if paths and len(paths) == len(results):  # several files of one run
-            return reading.side(paths).runs
-    return _read_table(results, side, reading.budget)
+            return Files(tuple(paths), ref)
+    if ref is not None:
+        raise UsageError(f"{side}_ref: a table in memory has no git commit; pass file names")
+    return Tables(tuple(_read_table(results, side, budget)))
 
 
 def _read_table(results: object, side: str, budget: Budget) -> list[Run]:
-    import pyarrow as pa
-
-    from budgetdiff.evaluate import read_options
-    from budgetdiff.formats import detect
-
     pandas = sys.modules.get("pandas")  # a DataFrame means pandas is imported already
     kind = type(results).__name__
     source = f"{side} ({kind})"
@@ -187,8 +222,6 @@ def _read_table(results: object, side: str, budget: Budget) -> list[Run]:
 
 
 def _column(values: Any) -> Any:
-    import pyarrow as pa
-
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return values
     # from_pandas: NaN is a missing value, as in a DataFrame (a text column with blanks)

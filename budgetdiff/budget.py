@@ -246,7 +246,8 @@ class Budget(_Section):
         last = self.first_token_after
         if last is None:
             last = next((c for c in ("first_token", "prefill") if c in names), None)
-        return names[: names.index(last) + 1] if last is not None else []
+        before = names[: names.index(last) + 1] if last is not None else []
+        return [n for n in before if n not in ("decode", "app")]  # never before it, in any order
 
     def slice_budget(self, name: str) -> float | None:
         s = self.slices.get(name)

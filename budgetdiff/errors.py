@@ -13,6 +13,11 @@ class BudgetdiffError(Exception):
 
     exit_code = 2
 
+    def lines(self) -> list[str]:
+        """The message as the lines to print: one, whatever a file's text put in it (a newline
+        inside a value quoted from a results file must not start a line of its own)."""
+        return [str(self)]
+
 
 class UsageError(BudgetdiffError):
     """Bad command-line arguments."""
@@ -52,7 +57,10 @@ class ReaderBug(Exception):
 
 
 class BudgetError(BudgetdiffError):
-    """An invalid budget file."""
+    """An invalid budget file: every problem found, one per line of the message."""
+
+    def lines(self) -> list[str]:
+        return [line for line in str(self).split("\n") if line.strip()] or [str(self)]
 
 
 class GitError(BudgetdiffError):

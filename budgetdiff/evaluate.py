@@ -1,43 +1,252 @@
-"""The one orchestrator: runs and a budget in, the Report every renderer reads.
+"""The one orchestrator: a Request in, the Report every renderer reads.
 
-    Reading     the files of each side, through the readers the budget configures
+    run         where the base comes from (files, a git ref, a GitHub artifact) or why there is
+                none -> read both sides -> same input? -> the history and the accept label
     evaluate    pair the scenarios of base and head -> rows for each pair -> judge -> Report
 
-Every decision between reading and rendering is made here (which runs pair up, whether a pair
-is compared request by request or on the aggregates its files hold); the CLI and the Python API
-call these functions and decide nothing themselves. `rebudget_for`, `what_if` and `trend_page`
-are the same steps for the commands and the page that are not a Report.
+Every decision between reading and rendering is made here. The CLI, the Python API and the
+Action build a `Request`, call `run` and render what it returns, so the same input gives the
+same findings through all three. `rebudget_for`, `what_if` and `trend_page` are the same steps
+for the commands and the page that are not a Report.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, NamedTuple
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from budgetdiff import rebudget, rows, sources, whatif
-from budgetdiff.budget import did_you_mean
+from budgetdiff import history, pairing, rebudget, rows, sources, whatif
+from budgetdiff.aggregate import compare_aggregate
+from budgetdiff.budget import Budget, did_you_mean
 from budgetdiff.errors import InputError, UsageError
 from budgetdiff.formats import ReadOptions, detect
 from budgetdiff.formats.combine import combine
+from budgetdiff.history import History, Loaded, analyse
 from budgetdiff.judge import judge
 from budgetdiff.prepare import Prepared, prepare
-from budgetdiff.render.text import plain
+from budgetdiff.render.page import Cdf, render_page
+from budgetdiff.render.text import one_line, plain
 from budgetdiff.report import Report, Scenario
-from budgetdiff.results import Comparison
+from budgetdiff.results import Acceptance, Comparison
 from budgetdiff.rows import runs_match, slice_parts
 from budgetdiff.table import UNATTRIBUTED, Run
 
 if TYPE_CHECKING:
-    from budgetdiff.budget import Budget
-    from budgetdiff.history import History, Loaded
-    from budgetdiff.results import Acceptance
+    from budgetdiff.formats.prometheus_live import LiveQuery
+    from budgetdiff.github import GitHubContext
+
+TREND_LINK_ENV = "BUDGETDIFF_TREND_LINK"  # where the comment links the trend page
+
+
+# ---- the request ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Files:
+    """The results files of one run, from the work tree or as they are in git commit `ref`."""
+
+    paths: tuple[str, ...]
+    ref: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tables:
+    """Runs read from tables in memory (the Python API's DataFrames and Arrow tables)."""
+
+    runs: tuple[Run, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Live:
+    """One side read from a live Prometheus (issue 27, `--prometheus URL`): `query` names the
+    server, the window, and each side's matchers and end (the families are the budget's, bound
+    when the side is read). `sleep` waits between retries (None: really wait; tests pass a
+    stand-in)."""
+
+    query: LiveQuery
+    side: Literal["base", "head"]
+    sleep: Callable[[float], None] | None = None
+
+
+Source: TypeAlias = Files | Tables | Live
+
+
+@dataclass(frozen=True, slots=True)
+class Base:
+    """Where the base comes from: `source`, or the artifact `artifact` of the base branch's
+    latest run (then `source`'s paths are file names inside it; none: the head's names).
+    `allow_missing`: base files that are not there are the `no_base` finding, not exit 2."""
+
+    source: Source | None = None
+    artifact: str | None = None
+    allow_missing: bool = False
+
+
+@dataclass(frozen=True)
+class Request:
+    """One evaluation as every edge asks for it: head (and for a compare, the base) against the
+    budget. `fail_on` None keeps the budget's; `history` is a JSON Lines file of earlier
+    reports; `accept_label` is looked for on the pull request of `github`'s event; `environ`
+    holds the size limit and the trend page's link."""
+
+    head: Source
+    budget: Budget
+    base: Base | None = None  # None: a check of head alone
+    fail_on: tuple[str, ...] | None = None
+    report_id: str = "default"
+    fmt: str = "auto"
+    scenarios: tuple[str, ...] = ()
+    history: str | None = None
+    accept_label: str = ""
+    pair: bool | None = None  # --pair / --no-pair: force pairing by request id, or never
+    environ: Mapping[str, str] = field(default_factory=dict)
+    github: GitHubContext | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """The Report, and the runs and budget it was made from (the page draws their data)."""
+
+    report: Report
+    base: list[Run] | None
+    head: list[Run]
+    budget: Budget
+
+    def page(self) -> str:
+        """`--html PAGE`: the history's charts and the main scenario's distributions."""
+        return trend_page(self.report, self.base, self.head, self.budget)
+
+
+def run(request: Request) -> Evaluation:
+    """Read the sides the request names, decide what the comparison is, evaluate it."""
+    budget = request.budget
+    reading = Reading(budget, request.environ, request.fmt, request.scenarios)
+    base_source, no_base = _base_source(request)  # a compare without a base stops here
+    head = reading.side(request.head)
+    base = reading.side(base_source) if base_source is not None else None
+    same = None
+    if base is not None and base.sizes == head.sizes and _same_bytes(base_source, request):
+        same = _same_input_message(base_source, request.head)
+    base_runs = base.runs if base is not None else None
+    report = evaluate(
+        base_runs,
+        head.runs,
+        budget,
+        fail_on=budget.fail_on if request.fail_on is None else request.fail_on,
+        report_id=request.report_id,
+        no_base=no_base or None,
+        same_input=same,
+        accepted=_accepted(request),
+        history=load_history(request.history, request.environ),
+        pair=request.pair,
+    )
+    return Evaluation(report, base_runs, head.runs, budget)
+
+
+# ---- where the base comes from --------------------------------------------------------------
+
+
+def _base_source(request: Request) -> tuple[Source | None, str]:
+    """The base to read, or None and why there is none (a missing base is the `no_base`
+    finding, never a pass)."""
+    base = request.base
+    if base is None:
+        return None, ""
+    if base.artifact:
+        return _artifact_base(base, request)
+    if not isinstance(base.source, Files) or not base.source.paths:
+        if isinstance(base.source, (Tables, Live)):
+            return base.source, ""
+        raise UsageError(
+            "compare needs --base FILE (or --base-artifact NAME with --github); "
+            "to check one run alone use `budgetdiff check --head FILE`"
+        )
+    files = base.source
+    if files.ref is None and not base.allow_missing:
+        return files, ""  # a local path that is not there is a typo: exit 2, like head
+    # absent by design: not committed in the base yet, or allowed (the PR adding a benchmark)
+    gone = [p for p in files.paths if not sources.exists(p, files.ref)]
+    if gone:
+        where = f" in {files.ref}" if files.ref else ""
+        return None, f"the base results {', '.join(gone)} do not exist{where}"
+    return files, ""
+
+
+def _artifact_base(base: Base, request: Request) -> tuple[Source | None, str]:
+    """The base files inside the artifact of the base branch's latest run, downloaded."""
+    if request.github is None:
+        raise UsageError("--base-artifact needs --github (it downloads through the GitHub API)")
+    from budgetdiff import github  # the GitHub client only for an artifact
+
+    fetched = github.fetch_base_artifact(
+        base.artifact or "", request.github, Path(tempfile.mkdtemp(prefix="budgetdiff-base-"))
+    )
+    folder = fetched.folder
+    if folder is None:  # the no_base finding tells why: not found, no access, no download
+        return None, fetched.message
+    print(fetched.annotation(), flush=True)  # where the base came from, in the run's log
+    given = base.source.paths if isinstance(base.source, Files) and base.source.paths else ()
+    names = [Path(p.replace("\\", "/")).name for p in (given or _paths(request.head))]
+    found = tuple(str(folder / n) for n in names if (folder / n).is_file())
+    if not found:
+        return None, f"artifact {base.artifact!r} has no {', '.join(names)}"
+    return Files(found), ""
+
+
+def _paths(source: Source) -> tuple[str, ...]:
+    return source.paths if isinstance(source, Files) else ()
+
+
+def _same_bytes(base: Source | None, request: Request) -> bool:
+    """Base and head are the same bytes, file by file (asked only when the sizes match, so a
+    real pair costs nothing; a second read is cheaper than holding both files in memory)."""
+    head = request.head
+    if not isinstance(base, Files) or not isinstance(head, Files):
+        return False
+    limit = sources.max_bytes(request.environ)
+    return all(
+        sources.read_bytes(b, base.ref, limit) == sources.read_bytes(h, head.ref, limit)
+        for b, h in zip(base.paths, head.paths, strict=True)
+    )
+
+
+def _same_input_message(base: Source | None, head: Source) -> str:
+    return (
+        f"base ({', '.join(_paths(base) if base else ())}) and head ({', '.join(_paths(head))}) "
+        "are the same bytes: nothing was compared; point --base at the base commit's results"
+    )
+
+
+def _accepted(request: Request) -> Acceptance | None:
+    """On a pull request: the accept label, if the PR carries it."""
+    if request.github is None or not request.accept_label:
+        return None
+    from budgetdiff.github import event  # the GitHub client only with a GitHub context
+
+    return event.acceptance(request.github.payload, request.accept_label)
+
+
+def load_history(path: str | None, environ: Mapping[str, str]) -> Loaded | None:
+    """The runs of a history file, each line checked; a skipped line is a warning on stderr."""
+    if path is None:
+        return None
+    empty = Path(path).is_file() and Path(path).stat().st_size == 0  # a history starts empty
+    data = b"" if empty else sources.read_bytes(path, None, history.MAX_BYTES)
+    loaded = history.parse(data, path, environ.get(TREND_LINK_ENV) or None)
+    for warning in loaded.warnings:
+        print(f"budgetdiff: warning: {one_line(warning)}", file=sys.stderr)
+    return loaded
 
 
 # ---- read -----------------------------------------------------------------------------------
 
 
-class Side(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Side:
     """One side's runs, and each of its files' size in bytes (equal sizes: maybe equal bytes)."""
 
     runs: list[Run]
@@ -58,7 +267,8 @@ def read_options(budget: Budget) -> ReadOptions:
     )
 
 
-class Reading(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Reading:
     """How the sides of one comparison are read: one format, one budget, one size limit, and
     the scenarios wanted (none named: all of them)."""
 
@@ -67,29 +277,43 @@ class Reading(NamedTuple):
     fmt: str = "auto"
     scenarios: Sequence[str] = ()
 
-    def side(self, paths: Sequence[str], ref: str | None = None) -> Side:
-        """One side's runs from its files (the work tree, or commit `ref`)."""
+    def side(self, source: Source) -> Side:
+        """One side's runs: from its files (the work tree, or a commit), from a Prometheus, or
+        as read already."""
+        if isinstance(source, Tables):
+            return Side(self._wanted(list(source.runs), "the table"), ())
+        if isinstance(source, Live):
+            from budgetdiff.formats.prometheus_live import read_side  # httpx only when live
+
+            # the families the budget maps (`prometheus.metrics`), whoever built the query
+            query = replace(source.query, families=self.budget.prometheus.metrics)
+            run = read_side(query, source.side, self.environ, sleep=source.sleep)
+            return Side(self._wanted([run], source.query.url), ())
         options = read_options(self.budget)
         limit = sources.max_bytes(self.environ)
         per_file, sizes = [], []
-        for path in paths:
-            data = sources.read_bytes(path, ref, limit)
+        for path in source.paths:
+            data = sources.read_bytes(path, source.ref, limit)
             sizes.append(len(data))
-            label = f"{ref}:{path}" if ref else path
+            label = f"{source.ref}:{path}" if source.ref else path
             per_file.append(detect.read(data, label, self.fmt, options))
-        runs = combine(per_file, list(paths))  # one file passes through, after its own checks
-        if self.scenarios:
-            runs = [r for r in runs if r.scenario in self.scenarios]
-            if not runs:
-                wanted = ",".join(self.scenarios)
-                raise UsageError(f"--scenario {wanted}: none of these is in {paths[0]}")
-        return Side(runs, tuple(sizes))
+        runs = combine(per_file, list(source.paths))  # one file passes through, after its checks
+        return Side(self._wanted(runs, source.paths[0]), tuple(sizes))
+
+    def _wanted(self, runs: list[Run], where: str) -> list[Run]:
+        if not self.scenarios:
+            return runs
+        runs = [r for r in runs if r.scenario in self.scenarios]
+        if not runs:
+            raise UsageError(f"--scenario {','.join(self.scenarios)}: none of these is in {where}")
+        return runs
 
 
 # ---- evaluate -------------------------------------------------------------------------------
 
 
-class Pair(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class Pair:
     """A head run and the base run it is compared with; without one, `missing` says why."""
 
     base: Run | None
@@ -108,14 +332,16 @@ def evaluate(
     same_input: str | None = None,
     accepted: Acceptance | None = None,
     history: Loaded | None = None,
+    pair: bool | None = None,
 ) -> Report:
     """Pair the scenarios, compare and judge each: the Report every renderer reads. `base` None
-    is a check of head alone, unless `no_base` says why a compare has no base."""
+    is a check of head alone, unless `no_base` says why a compare has no base. `pair`: pair
+    requests by id where they agree on what they asked (None), always (True), never (False)."""
     pairs, base_only = pair_runs(base, head, no_base)
     scenarios: list[Scenario] = []
     for p in pairs:
         held_to = budget.for_scenario(p.head.scenario)  # its class's SLO and slices, if any
-        c = compare_pair(p, held_to)
+        c = compare_pair(p, held_to, pair)
         if not scenarios and budget.classes:  # said once, with the first
             c = replace(c, notes=(*c.notes, *_unmatched_classes(budget, head)))
         trends = _trends(history, c, held_to)
@@ -123,6 +349,7 @@ def evaluate(
             c,
             held_to,
             fail_on,
+            doubts=[*(p.base.doubts if p.base is not None else ()), *p.head.doubts],
             no_base=p.missing,
             base_only=base_only if not scenarios else [],  # said once, with the first
             same_input=same_input,
@@ -171,14 +398,17 @@ def pair_runs(
     return pairs, [r.scenario or "default" for r in base_only]
 
 
-def compare_pair(pair: Pair, budget: Budget) -> Comparison:
-    """The rows of one pair: request by request when both sides hold one row per request, else
-    from what the files hold (percentiles, histograms, means)."""
+def compare_pair(pair: Pair, budget: Budget, by_id: bool | None = None) -> Comparison:
+    """The rows of one pair: request by request when both sides hold one row per request (the
+    requests both ran, paired by id where that is proven: see `pairing`), else from what the
+    files hold (percentiles, histograms, means)."""
     b, h = pair.base, pair.head
     if h.per_request and (b is None or b.per_request):
-        base = prepare(b, budget) if b is not None else None
-        return rows.compare(base, prepare(h, budget), budget)
-    from budgetdiff.aggregate import compare_aggregate  # only for aggregate inputs (start-up)
+        if b is None:
+            return rows.compare(None, prepare(h, budget), budget)
+        m = pairing.match(b, h, by_id)
+        base, head = prepare(m.base, budget), prepare(m.head, budget)
+        return rows.compare(base, head, budget, pair=m.paired, notes=m.notes)
 
     def side(r: Run) -> Run | Prepared:
         return prepare(r, budget) if r.per_request else r
@@ -189,8 +419,6 @@ def compare_pair(pair: Pair, budget: Budget) -> Comparison:
 def _trends(history: Loaded | None, c: Comparison, budget: Budget) -> History | None:
     if history is None:
         return None
-    from budgetdiff.history import analyse  # only with --history (start-up)
-
     return analyse(history, c, budget)
 
 
@@ -252,8 +480,6 @@ def what_if(
 
 def trend_page(report: Report, base: list[Run] | None, head: list[Run], budget: Budget) -> str:
     """`--html PAGE`: the history's charts and the main scenario's base vs head distributions."""
-    from budgetdiff.render.page import Cdf, render_page  # only with --html (start-up)
-
     main = report.main
     c = main.comparison
     pairs = pair_runs(base, head)[0]

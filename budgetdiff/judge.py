@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 from budgetdiff.budget import Budget
 from budgetdiff.numbers import count, interval, ms, p_value, pct, percentile, setting_pct, signed_ms
+from budgetdiff.prepare import UNATTRIBUTED_MIN_MS, UNATTRIBUTED_MIN_SHARE
 from budgetdiff.results import (
     Acceptance,
     Change,
@@ -22,6 +23,7 @@ from budgetdiff.results import (
     Verdict,
 )
 from budgetdiff.stats import normal_quantile
+from budgetdiff.table import UNATTRIBUTED, Doubt
 
 if TYPE_CHECKING:
     from budgetdiff.history import History, Trend
@@ -50,6 +52,7 @@ def judge(
     same_input: str | None = None,
     accepted: Acceptance | None = None,
     history: History | None = None,
+    doubts: Sequence[Doubt] = (),
 ) -> tuple[list[Finding], Verdict]:
     """Findings for one scenario, and its verdict (pass, warn or fail). With `accepted`, a
     regression that would fail is kept, marked accepted, and fails no more (verdict warn)."""
@@ -69,6 +72,11 @@ def judge(
                 None,
             )
         )
+    # what the readers found wrong in the data: a unit mix-up fails like a breach (a number
+    # shown would be wrong), a summary row left out only informs
+    raw += [
+        _Raw(Kind(d.kind), d.subject, d.message, Kind.BREACH if d.fails else None) for d in doubts
+    ]
     if c is not None:
         raw += _findings(c, budget)
     if c is not None and history is not None:
@@ -97,25 +105,44 @@ def worst(verdicts: Iterable[Verdict]) -> Verdict:
 
 
 # Kinds the summary says without naming them: the SLO at risk, its causes, no base
-_SAID = frozenset({Kind.LOW_HEADROOM, Kind.OVER_BUDGET, Kind.BREACH, Kind.REGRESSION, Kind.NO_BASE})
+_SAID = frozenset(
+    {
+        Kind.LOW_HEADROOM,
+        Kind.OVER_BUDGET,
+        Kind.BREACH,
+        Kind.REGRESSION,
+        Kind.NO_BASE,
+        Kind.NOT_COMPARABLE,
+        Kind.MISSING_SLICE,
+    }
+)
 
 
 def summarize(c: Comparison, findings: Sequence[Finding], verdict: Verdict) -> Summary:
     """What to put first about one scenario: the SLO metric at risk, and the cause to name
     (the slices that regressed or went over budget, else the other kinds found)."""
-    regressed = [r for r in c.slices if r.change == Change.REGRESSION]
+    kinds = {f.kind for f in findings}
+    workloads = Kind.NOT_COMPARABLE in kinds  # a change between workloads is not the code's
+    regressed = [] if workloads else [r for r in c.slices if r.change == Change.REGRESSION]
     regressed.sort(key=lambda r: -(r.tail_change_ms or r.delta_ms or 0.0))
-    over = tuple(r for r in c.slices if r.over_budget and r not in regressed)
+    over = [r for r in c.slices if r.over_budget and r not in regressed]
+    missing = next((r for r in c.slices if r.name == UNATTRIBUTED), None)
+    if missing is not None and Kind.MISSING_SLICE in kinds:  # not a slice within its budget
+        over = [r for r in over if (r.head_ms or 0.0) > (r.target_ms or 0.0)]
+    else:
+        missing = None
     also = tuple(k for k in dict.fromkeys(f.kind for f in findings) if k not in _SAID)
     return Summary(
         verdict=verdict,
         compared=c.base is not None,
         at_risk=at_risk(c),
         regressed=tuple(regressed),
-        over_budget=over,
-        regressed_slo=tuple(r for r in c.slo if r.change == Change.REGRESSION),
-        no_base=any(f.kind == Kind.NO_BASE for f in findings),
+        over_budget=tuple(over),
+        regressed_slo=() if workloads else tuple(r for r in c.slo if r.change == Change.REGRESSION),
+        no_base=Kind.NO_BASE in kinds,
         also=also[:3] if not regressed else (),
+        workloads=workloads,
+        missing_ms=missing.part_ms if missing is not None else None,
     )
 
 
@@ -146,11 +173,24 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
     out += _overallocated(budget)
     out += _slo_status(c, p)
     out += _over_budget(c, p)
+    out += _missing_slice(c, budget, p)
     out += _changes(c, budget, p)
     out += _inconclusive(c, p)
     counted = c.base is not None and c.base.requests and c.head.requests
     if counted and c.head.failed and c.head.failed < (c.head.requests or 0):
         out.append(_failure_rate(c, budget.regression.confidence))
+    elif c.base is None and c.head.requests and 0 < c.head.failed < c.head.requests:
+        # check: the failures said as compare says them (the percentiles are of the rest)
+        out.append(
+            _Raw(
+                Kind.FAILURES,
+                "requests",
+                f"{count(c.head.failed)} of {count(c.head.requests)} requests failed "
+                f"({pct(100 * c.head.failed / c.head.requests)}); the percentiles are of the "
+                f"{count(c.head.requests - c.head.failed)} that succeeded",
+                None,
+            )
+        )
     out += [_Raw(Kind.INFEASIBLE, "slo", message, None) for message in c.feasibility]
     return out
 
@@ -209,6 +249,25 @@ def _over_budget(c: Comparison, p: str) -> list[_Raw]:
     return out
 
 
+def _missing_slice(c: Comparison, budget: Budget, p: str) -> list[_Raw]:
+    """Time in no slice (the total over the sum of the slices), its share of the total's p-th
+    percentile: a finding of its own, so no slice within its budget is blamed for it. It
+    informs only; `unattributed` fails where the budget gives it a budget (`over_budget`)."""
+    rest = next((r for r in c.slices if r.name == UNATTRIBUTED), None)
+    total = next((r.head_ms for r in c.slo if r.name == "total"), None)
+    if rest is None or UNATTRIBUTED in budget.slices or not total or rest.part_ms is None:
+        return []
+    share = 100 * rest.part_ms / total
+    if rest.part_ms < UNATTRIBUTED_MIN_MS or share < 100 * UNATTRIBUTED_MIN_SHARE:
+        return []  # rounding, or slices that overlap: no time is missing
+    message = (
+        f"{ms(rest.part_ms)} of the {p} end to end ({pct(share)}) is in no slice: the total is "
+        "over the sum of the slices; add the missing slice to the data, or give "
+        f"{UNATTRIBUTED!r} a budget"
+    )
+    return [_Raw(Kind.MISSING_SLICE, UNATTRIBUTED, message, None)]
+
+
 def _changes(c: Comparison, budget: Budget, p: str) -> list[_Raw]:
     """The regressions; when base and head ran different workloads, one finding that says
     so instead (a regression then may be the load: it still fails like a regression)."""
@@ -234,8 +293,9 @@ def _inconclusive(c: Comparison, p: str) -> list[_Raw]:
         return []
     need = max((r.needed or 0) for r in rows)
     names = ", ".join(r.label for r in rows)
+    side = " per side" if c.base is not None else f" (head has {count(c.head.requests or 0)})"
     why = (
-        f"too few requests for an interval at {p}: needs at least {need} per side"
+        f"too few requests for an interval at {p}: needs at least {count(need)}{side}"
         if need
         else "no per-request data for an interval"
     )
@@ -277,7 +337,8 @@ def _moved_by(c: Comparison, budget: Budget) -> dict[str, set[str]]:
     """Which slices each SLO row is made of: a regression of the slice moves the row."""
     names = {r.name for r in c.slices}
     decode = {"decode"} if "decode" in names else names - set(budget.ttft_slices)
-    ttft = set(budget.ttft_slices) if budget.slices else set(_FIRST_TOKEN_SLICES)
+    early = set(_FIRST_TOKEN_SLICES)  # a known slice the budget leaves out: by its name
+    ttft = set(budget.ttft_slices) | (early - set(budget.slices)) if budget.slices else early
     return {
         "total": names,
         "ttft": ttft & names,

@@ -47,6 +47,11 @@ def count(n: int) -> str:
     return f"{n:,}"
 
 
+def times(x: float) -> str:
+    """A ratio, one decimal: `9.3x`."""
+    return f"{x:.1f}x"
+
+
 def points(x: float) -> str:
     """A change of a percentage, in percentage points: `+1.9 points`."""
     return f"{x:+.1f} points"

@@ -39,6 +39,11 @@ class Prepared:
     held_to: tuple[str, ...] = ()  # the SLO targets `good` holds each request to
     tpot_from: str | None = None  # what TPOT is taken from: "tool", "decode", "total - TTFT"
     kept: np.ndarray | None = None  # the run's index of each request in `slices` / `metrics`
+    # the slices before the first token (they move TTFT), and the data's slices the budget
+    # leaves out (shown as slices without a budget: their time is in the total)
+    ttft_slices: tuple[str, ...] = ()
+    unbudgeted: tuple[str, ...] = ()
+    total_from: str = "measured"  # "measured" | "timestamps" | "slices" | "ttft + slices"
 
 
 def prepare(run: Run, budget: Budget) -> Prepared:
@@ -46,6 +51,8 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     wanted = _wanted_slices(run, budget)
     kept = _Kept.of(run)
     slices = {s: kept.pick(run.slices[s]) for s in wanted if s in run.slices}
+    unbudgeted = [s for s in run.slices if s not in slices and s != UNATTRIBUTED]
+    slices |= {s: kept.pick(run.slices[s]) for s in unbudgeted}  # their time is in the total
     if run.total is None and not slices:
         raise InputError(
             f"{run.source}: no end-to-end time: neither a total nor any slice (it has: "
@@ -53,15 +60,18 @@ def prepare(run: Run, budget: Budget) -> Prepared:
             "or slice columns, or pick the tool's --format"
         )
     notes: list[str] = []
-    total, ttft = _total_and_ttft(run, budget, kept, slices)
-    rest = _unattributed(run, budget, total, slices)
+    before = _before_first_token(budget, slices)
+    if slices and not before and run.ttft is not None:  # TTFT stands for the slices before it
+        slices = {"first_token": kept.pick(run.ttft), **slices}
+        before, unbudgeted = ["first_token"], ["first_token", *unbudgeted]
+    total, ttft, total_from = _total_and_ttft(run, budget, kept, slices, before)
+    if run.end_time is not None and run.start_time is not None and run.total is None:
+        notes += [] if total_from == "timestamps" else [_span_note(run, kept)]
+    rest = _unattributed(total_from, budget, total, slices)
     if rest is not None:
         slices[UNATTRIBUTED] = rest
         if UNATTRIBUTED not in budget.slices:
-            notes.append(
-                "total over, slices under: the slices explain less than the measured total, "
-                f"the rest is shown as {UNATTRIBUTED!r} (a slice is missing from the budget)"
-            )
+            notes.append(_missing_note(total_from))
     _check_finite(run, kept, [*slices.items(), ("total", total), ("ttft", ttft)])
     metrics: dict[str, FloatArray] = {"total": total}
     if ttft is not None:
@@ -91,6 +101,9 @@ def prepare(run: Run, budget: Budget) -> Prepared:
         held_to=held_to,
         tpot_from=tpot_from,
         kept=kept.rows,
+        ttft_slices=tuple(before),
+        unbudgeted=tuple(unbudgeted) if budget.slices else (),
+        total_from=total_from,
     )
 
 
@@ -130,29 +143,102 @@ def _wanted_slices(run: Run, budget: Budget) -> list[str]:
     return wanted
 
 
+def _missing_note(total_from: str) -> str:
+    """Why some of the total is in no slice, by where the total is from."""
+    whole = {
+        "measured": "the measured total",
+        "timestamps": "the span between start_time and end_time",
+        "ttft + slices": "the measured TTFT with the slices after the first token",
+    }[total_from]
+    return (
+        f"total over, slices under: the slices explain less than {whole}; the rest is shown "
+        f"as {UNATTRIBUTED!r} (a slice is missing from the data or the budget)"
+    )
+
+
+def _span_note(run: Run, kept: _Kept) -> str:
+    """Why the timestamps do not give the total: a request ends before it starts, or lacks one."""
+    assert run.end_time is not None and run.start_time is not None
+    span = kept.pick(run.end_time) - kept.pick(run.start_time)
+    bad = ~np.isfinite(span) | (span < 0)
+    first = int(kept.rows[int(np.flatnonzero(bad)[0])]) + 1 if bad.any() else 0
+    return (
+        f"{run.source}: end_time is missing or before start_time for "
+        f"{numbers.count(int(bad.sum()))} request(s) (the first is request #{first}): the end "
+        "to end is the sum of the slices, not the span of the timestamps"
+    )
+
+
+def _before_first_token(budget: Budget, slices: dict[str, FloatArray]) -> list[str]:
+    """The slices a request crosses before its first token, in slice order: the budget's up to
+    its `first_token_after` where it sets one, else the known ones by their names (network ..
+    first_token, in any budget order) and the budget's own names up to prefill; never decode
+    or app."""
+    cut = KNOWN_SLICES.index("first_token") + 1
+    early, late = KNOWN_SLICES[:cut], KNOWN_SLICES[cut:]
+    own = budget.ttft_slices if budget.slices else []
+    said = budget.first_token_after is not None
+
+    def before(s: str) -> bool:
+        if s in late:
+            return False
+        return s in own if said and s in budget.slices else s in early or s in own
+
+    return [s for s in slices if before(s)]
+
+
 def _total_and_ttft(
-    run: Run, budget: Budget, kept: _Kept, slices: dict[str, FloatArray]
-) -> tuple[FloatArray, FloatArray | None]:
-    """Each request's total and TTFT: as measured, else the sum of the slices they span."""
-    total = kept.pick(run.total) if run.total is not None else slice_sum(slices, len(kept.rows))
-    if run.ttft is not None:
-        return total, kept.pick(run.ttft)
-    ttft_slices = [
-        s for s in (budget.ttft_slices if budget.slices else _ttft_slices(slices)) if s in slices
-    ]
-    if not ttft_slices:
-        return total, None
-    return total, slice_sum({s: slices[s] for s in ttft_slices}, len(kept.rows))
+    run: Run,
+    budget: Budget,
+    kept: _Kept,
+    slices: dict[str, FloatArray],
+    before: list[str],
+) -> tuple[FloatArray, FloatArray | None, str]:
+    """Each request's total and TTFT from everything the data has, and where the total is from.
+
+    Total: as measured, else the span of the request's timestamps, else every slice (budgeted
+    or not) where the time to the first token is the largest of what the data says of it: a
+    measured TTFT, a `first_token` slice, the sum of the other slices before it (they overlap:
+    `first_token` spans them, and a TTFT column stands for slices the data lacks). TTFT: as
+    measured, else that time, when a slice ends at the first token.
+    """
+    n = len(kept.rows)
+    measured_ttft = kept.pick(run.ttft) if run.ttft is not None else None
+    first = slice_sum({s: slices[s] for s in before if s != "first_token"}, n)
+    candidates = [x for x in (measured_ttft, slices.get("first_token")) if x is not None]
+    to_first = np.maximum.reduce([first, *candidates]) if candidates else first
+    if measured_ttft is not None:
+        ttft: FloatArray | None = measured_ttft
+    elif _ends_at_first_token(budget, before):
+        ttft = to_first
+    else:
+        ttft = None
+    if run.total is not None:
+        return kept.pick(run.total), ttft, "measured"
+    if run.start_time is not None and run.end_time is not None:
+        span = (kept.pick(run.end_time) - kept.pick(run.start_time)) * 1000.0
+        if len(span) and bool(np.isfinite(span).all()) and bool((span >= 0).all()):
+            return span, ttft, "timestamps"
+    if bool(np.array_equal(to_first, slice_sum({s: slices[s] for s in before}, n))):
+        return slice_sum(slices, n), ttft, "slices"  # nothing overlaps or stands in for a slice
+    after = slice_sum({s: x for s, x in slices.items() if s not in before}, n)
+    return to_first + after, ttft, "ttft + slices"
+
+
+def _ends_at_first_token(budget: Budget, before: list[str]) -> bool:
+    """Some slice of the data ends at the first token: the slices before it are the TTFT."""
+    last = budget.ttft_slices[-1:] if budget.slices else []
+    return any(s in before for s in ("first_token", "prefill", *last))
 
 
 def _unattributed(
-    run: Run, budget: Budget, total: FloatArray, slices: dict[str, FloatArray]
+    total_from: str, budget: Budget, total: FloatArray, slices: dict[str, FloatArray]
 ) -> FloatArray | None:
-    """`total - sum(slices)` (not below 0) when the budget names `unattributed`, or when the
-    measured total is more than rounding over the slices; None otherwise."""
-    if not slices or (run.total is None and UNATTRIBUTED not in budget.slices):
+    """`total - sum(slices)` (not below 0) when the budget names `unattributed`, or when a total
+    that is not the slices' sum is more than rounding over them; None otherwise."""
+    if not slices or (total_from == "slices" and UNATTRIBUTED not in budget.slices):
         return None
-    rest = total - slice_sum(slices, len(total))  # all zero without a measured total
+    rest = total - slice_sum(slices, len(total))  # all zero when the total is their sum
     if UNATTRIBUTED in budget.slices or (len(rest) and float(np.max(rest)) > material(total)):
         return np.clip(rest, 0.0, None)
     return None
@@ -222,17 +308,6 @@ def _duration(run: Run, kept: _Kept, total: FloatArray) -> float | None:
     if not np.isfinite(start).all():
         return None
     return float(np.max(ends) - np.min(start)) or None
-
-
-def _ttft_slices(slices: dict[str, FloatArray]) -> list[str]:
-    """Without budget slices, TTFT is what the data's own slices say: `first_token`, or the
-    known slices up to and including `prefill`."""
-    if "first_token" in slices:
-        return ["first_token"]
-    if "prefill" in slices:
-        known = KNOWN_SLICES[: KNOWN_SLICES.index("prefill") + 1]
-        return [s for s in known if s in slices]
-    return []
 
 
 def material(total: FloatArray) -> float:

@@ -72,8 +72,8 @@ def propose(
     - it does not fit only when the total (or TTFT) is over its SLO: then it says by how much
       and which slice to work on first (`fix_first`, else the largest part), and the
       allocation is the target split in proportion to the parts (not to be written);
-    - `unattributed` joins the allocation (after the budget's slices) when the budget lacks it
-      and its part is 0.5 ms or more: it is real time, to be covered;
+    - the data's slices the budget lacks, then `unattributed`, join the allocation (after the
+      budget's slices) when their part is 0.5 ms or more: it is real time, to be covered;
     - whole ms, summing to at most the target, every slice at least 1 ms.
 
     The caller checks `missing_slices` first; a missing value here is a ValueError.
@@ -116,8 +116,11 @@ def _slice_names(budget: Budget, parts: Mapping[str, float]) -> list[str]:
     if missing:
         raise ValueError(f"propose: no measured value for {', '.join(missing)}")
     names = list(budget.slices)
-    if UNATTRIBUTED not in budget.slices and parts.get(UNATTRIBUTED, 0.0) >= _UNATTRIBUTED_MIN_MS:
-        names.append(UNATTRIBUTED)
+    # the data's slices the budget leaves out, then time in no slice: real time, to be covered
+    others = [n for n in parts if n not in budget.slices and n != UNATTRIBUTED]
+    for name in (*others, UNATTRIBUTED):
+        if name not in budget.slices and parts.get(name, 0.0) >= _UNATTRIBUTED_MIN_MS:
+            names.append(name)
     return names
 
 
@@ -174,11 +177,15 @@ def _total_target(budget: Budget, *, total_ms: float, end_to_end: str) -> _Targe
 def _unbudgeted(
     budget: Budget, allocation: Mapping[str, int], need: Mapping[str, float], p: str
 ) -> list[str]:
-    """A line for each slice of the proposal that the budget does not have (`unattributed`)."""
+    """A line for each slice of the proposal that the budget does not have: `unattributed`, or
+    a slice the data measures that the budget leaves out."""
     return [
         f"{name} (not in the budget) {allocation[name]} ms: time the slices do not "
         f"explain ({ms(need[name])} of the {p} end to end); it gets its own line, "
         "or add the slice that is missing"
+        if name == UNATTRIBUTED
+        else f"{name} (not in the budget) {allocation[name]} ms: the data measures it "
+        f"({ms(need[name])} of the {p} end to end), so the budget must cover it"
         for name in allocation
         if budget.slice_budget(name) is None
     ]

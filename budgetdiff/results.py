@@ -13,6 +13,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Literal
 
 from budgetdiff.stats import Attainment
+from budgetdiff.table import ColumnUse
 
 if TYPE_CHECKING:  # computed by the compute stage, which builds on these types
     from budgetdiff.rebudget import Proposal
@@ -40,6 +41,9 @@ class Kind(Word):
     FAILURE_RATE = "failure_rate"
     FAILURES = "failures"
     NOT_COMPARABLE = "not_comparable"
+    MISSING_SLICE = "missing_slice"
+    UNITS = "units"
+    IMPOSSIBLE = "impossible"
     INCONCLUSIVE = "inconclusive"
     INFEASIBLE = "infeasible"
     UNMEASURED = "unmeasured"
@@ -136,6 +140,7 @@ class Side:
     meta: dict[str, str | float]
     goodput_rps: float | None = None  # good requests per second of benchmark time
     held_to: tuple[str, ...] = ()  # the SLO metrics `attainment` holds each request to
+    columns: tuple[ColumnUse, ...] = ()  # how a native table's columns were read
 
     @property
     def format(self) -> str:
@@ -205,6 +210,10 @@ class Summary:
     regressed_slo: tuple[Row, ...]  # SLO rows that regressed, named when no slice is the cause
     no_base: bool  # the compare had no base to compare with
     also: tuple[Kind, ...]  # up to three other kinds found, named when no slice regressed
+    # base and head ran different workloads: no change is named as the code's
+    workloads: bool = False
+    # the ms of the percentile in no slice, when that is a finding (named, not a slice)
+    missing_ms: float | None = None
 
     @property
     def owners(self) -> tuple[Row, ...]:

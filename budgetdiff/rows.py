@@ -8,6 +8,7 @@ one path for every row; `aggregate` builds its rows with them too.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -25,11 +26,22 @@ PAIRABLE = ("ttft", "total")  # per-request metrics that stay aligned by request
 PER_TOKEN = ("itl", "tpot")  # `min_ms` is a per-request floor: it does not apply per token
 
 
-def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison:
+def compare(
+    base: Prepared | None,
+    head: Prepared,
+    budget: Budget,
+    *,
+    pair: bool | None = None,
+    notes: Sequence[str] = (),
+) -> Comparison:
     """Base against head at the budget percentile (head alone without a base): pair the
-    requests, test every row, split the total into the slices, then word the headline."""
+    requests, test every row, split the total into the slices, then word the headline.
+    `pair`: what `pairing.match` proved (True: the same requests, paired by id; False: never
+    pair), None: pair where most ids are in both; `notes`: what pairing said."""
     p = budget.percentile
-    pairs = _pairs(base, head) if base is not None else None
+    pairs = (
+        _pairs(base, head, proven=pair is True) if base is not None and pair is not False else None
+    )
     split = _split(base, head, _common_slices(base, head), pairs, p)
     series = _series(base, head, split, pairs, budget)
     changes = _changes(series, budget)
@@ -42,9 +54,11 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
     ]
     slo_rows = tuple(r for r in rows if r.kind == "slo")
     fix_first = whatif.fix_first(head, budget, split.head_parts) if split.served else ()
-    notes = [
+    said = [
         *_input_notes(base, head),
+        *_unbudgeted_notes(head, split, p),
         *_holm_notes(rows, changes, series, budget.regression),
+        *notes,
         *_pairing_notes(pairs, split.method, p),
     ]
     return Comparison(
@@ -59,7 +73,7 @@ def compare(base: Prepared | None, head: Prepared, budget: Budget) -> Comparison
         feasibility=_feasibility(head, budget, slo_rows),
         not_comparable=tuple(_not_comparable(base, head)) if base is not None else (),
         paired=pairs is not None,
-        notes=tuple(notes),
+        notes=tuple(said),
         tpot_from=head.tpot_from,
         attribution=split.method,
         fix_first=fix_first,
@@ -226,6 +240,8 @@ def _row(
     budget: Budget,
 ) -> Row:
     p = budget.percentile
+    if change is None and s.base is None and s.head is not None:  # check: head alone
+        change, verdict = _too_few_alone(s.head, p, budget.regression.confidence)
     head_ms = change.head if change else _at(s.head, p)
     part = split.head_ms.get(s.name) if s.kind == "slice" else None
     held = part if part is not None else head_ms  # a slice's budget holds its part of the total
@@ -234,9 +250,9 @@ def _row(
         name=s.name,
         kind=s.kind,
         target_ms=s.target_ms,
-        base_ms=change.base if change else _at(s.base, p),
+        base_ms=change.base if change and s.base is not None else _at(s.base, p),
         head_ms=head_ms,
-        delta_ms=change.delta if change else None,
+        delta_ms=change.delta if change and s.base is not None else None,
         delta_pct=change.delta_pct if change else None,
         ci_ms=change.ci if change else None,
         change=verdict,
@@ -260,6 +276,34 @@ def _row(
             else None
         ),
     )
+
+
+def _too_few_alone(
+    head: FloatArray, p: float, confidence: float
+) -> tuple[stats.Change | None, Change | None]:
+    """Without a base, a percentile of fewer requests than an interval needs is `inconclusive`
+    with the count it needs, as in a compare: never a silent pass (None: enough requests)."""
+    need = stats.needed_for_interval(p, confidence)
+    if head.size >= need:
+        return None, None
+    value = stats.percentile(head, p)
+    note = (
+        f"too few requests for an interval at {numbers.percentile(p)}: {head.size} head, "
+        f"{need} needed"
+    )
+    change = stats.Change(
+        base=math.nan,
+        head=value,
+        delta=math.nan,
+        delta_pct=None,
+        ci=None,
+        p_value=None,
+        mde_pct=None,
+        needed=need,
+        paired=False,
+        note=note,
+    )
+    return change, Change.INCONCLUSIVE
 
 
 def _percentiles(
@@ -370,6 +414,20 @@ def _input_notes(base: Prepared | None, head: Prepared) -> list[str]:
     return notes
 
 
+def _unbudgeted_notes(head: Prepared, split: _Split, p: float) -> list[str]:
+    """The data's slices the budget leaves out: in the total, shown without a budget."""
+    if not head.unbudgeted:
+        return []
+    total = sum(split.head_ms.values())
+    share = sum(split.head_ms.get(s, 0.0) for s in head.unbudgeted)
+    at = numbers.percentile(p)
+    part = f" ({pct(100 * share / total)} of the {at} end to end)" if total else ""
+    return [
+        f"the budget leaves out {', '.join(head.unbudgeted)}{part}: counted in the end to end "
+        "and TTFT, shown as slices without a budget; add them to the budget to hold them"
+    ]
+
+
 def _holm_notes(
     rows: list[Row],
     changes: list[stats.Change | None],
@@ -449,13 +507,19 @@ def slice_parts(prep: Prepared) -> dict[str, FloatArray]:
     return _parts(prep, [s for s in prep.slices if s != UNATTRIBUTED])
 
 
-def _pairs(base: Prepared, head: Prepared) -> tuple[np.ndarray, np.ndarray] | None:
-    """Indices of the requests that ran in both (same request id), when most did."""
+def _pairs(
+    base: Prepared, head: Prepared, *, proven: bool = False
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Indices of the requests that ran in both (same request id), when most did, or every
+    one that did when `pairing.match` proved the ids name the same requests."""
     a, b = base.request_id, head.request_id
     if a is None or b is None or len(a) < 2 or len(b) < 2:
         return None
     if not (a != "").all() or not (b != "").all():  # blank ids name no request
         return None
+    if proven:  # unique, and the same requests: those that succeeded on both sides pair
+        _, ib, ih = np.intersect1d(a, b, assume_unique=True, return_indices=True)
+        return (ib, ih) if len(ib) >= 2 else None
     if len(a) == len(b) and bool(np.array_equal(a, b)):
         if repeated_ids(a):
             return None
@@ -489,6 +553,7 @@ def prepared_side(prep: Prepared, att: stats.Attainment | None = None) -> Side:
         meta=dict(prep.run.meta),
         goodput_rps=att.good / duration if att is not None and duration else None,
         held_to=prep.held_to if att is not None else (),
+        columns=prep.run.columns,
     )
 
 

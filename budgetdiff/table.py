@@ -95,6 +95,31 @@ def histogram_quantile(h: Histogram, p: float) -> tuple[float, float, float]:
 
 
 @dataclass(frozen=True)
+class ColumnUse:
+    """How one column of a table was read: its role (slice, metric, tokens, id, failure, time,
+    class, unused), what it stands for, its unit and how that unit was decided."""
+
+    column: str
+    role: str
+    target: str | None = None  # the slice, metric or field it is read as
+    unit: str | None = None  # ms, s, us, ns for a duration or a time; None otherwise
+    unit_from: str | None = None  # suffix, header bracket, budget unit:, guessed
+    note: str | None = None  # why it is not used, or what is odd about it
+
+
+@dataclass(frozen=True)
+class Doubt:
+    """What a reader found wrong in data it could still read: a `units` mix-up or rows no
+    request can have (`impossible`). The judge turns each into a finding; `fails` says
+    whether it fails the check (a number the report shows would be wrong) or only informs."""
+
+    kind: str
+    subject: str
+    message: str
+    fails: bool = True
+
+
+@dataclass(frozen=True)
 class Run:
     """One run (one scenario) of one benchmark, every latency in milliseconds.
 
@@ -114,6 +139,8 @@ class Run:
     output_tokens: FloatArray | None = None
     itl: Itl | None = None
     start_time: FloatArray | None = None  # seconds, any origin; gives arrival order
+    end_time: FloatArray | None = None  # seconds, `start_time`'s origin: end - start is a total
+    prompt_hash: npt.NDArray[Any] | None = None  # what each request asked (str): proves pairing
     duration_s: float | None = None
     scenario: str | None = None
     meta: dict[str, str | float] = field(default_factory=dict)
@@ -123,6 +150,9 @@ class Run:
     # per-request TPOT as the tool defines it, where that is not (total - TTFT) / (tokens - 1)
     # (inference-perf: last token - first token); None: that formula
     tpot: FloatArray | None = None
+    # a table's reading, column by column (native tables), and what it found wrong in the data
+    columns: tuple[ColumnUse, ...] = ()
+    doubts: tuple[Doubt, ...] = ()
 
     @property
     def succeeded(self) -> BoolArray:
@@ -209,6 +239,12 @@ def _check_per_request(run: Run) -> None:
             row = int(np.flatnonzero(bad)[0])
             value = float(run.start_time[row])
             raise _refused(run, "start_time", row, value, "not a time in seconds")
+    if run.end_time is not None and len(run.end_time):
+        bad = np.isfinite(run.end_time) & (np.abs(run.end_time) > MAX_SECONDS)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            value = float(run.end_time[row])
+            raise _refused(run, "end_time", row, value, "not a time in seconds")
 
 
 def _check_gaps(run: Run, ok: BoolArray) -> None:

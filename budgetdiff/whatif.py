@@ -55,7 +55,7 @@ def outcome(
     changes: Mapping[str, Change] | None = None,
 ) -> Outcome:
     """Recompute the run with `changes` applied to the slices in `parts` (per request, adding
-    up to the total); TTFT changes with the slices up to `first_token_after`."""
+    up to the total); TTFT changes with the slices before the first token (`prep.ttft_slices`)."""
     p = budget.percentile
     total = prep.metrics["total"]
     ttft = prep.metrics.get("ttft")
@@ -70,7 +70,7 @@ def outcome(
         diff = new - old
         slices[name] = slices[name] + diff if name in slices else new
         total = total + diff
-        if ttft is not None and name in budget.ttft_slices:
+        if ttft is not None and name in prep.ttft_slices:
             ttft = ttft + diff
     good = good_with(prep, budget, total, ttft, slices)
     return Outcome(

@@ -4,18 +4,12 @@ Report's renderings, budgetdiff.testing, the documented example, and pandas kept
 from __future__ import annotations
 
 import doctest
-import importlib
-import importlib.util
 import json
-import subprocess
 import sys
 from dataclasses import replace
-from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import budgetdiff
@@ -25,7 +19,7 @@ from budgetdiff.errors import BudgetError, InputError, ReaderBug, UsageError
 from budgetdiff.report import FRAME_COLUMNS, Report
 from budgetdiff.testing import assert_within_budget
 from tests.conftest import DEMO, ROOT
-from tests.helpers import BUDGET, write_table
+from tests.helpers import BUDGET
 
 BASE, HEAD, DEMO_BUDGET = DEMO / "base.csv", DEMO / "head.csv", DEMO / "budget.yml"
 
@@ -246,65 +240,3 @@ def test_the_readme_python_example_runs() -> None:
         verbose=False,
     )
     assert result.attempted >= 12 and result.failed == 0, f"{doc}: {result.failed} failed"
-
-
-# ---- pandas stays off the CLI's path -------------------------------------------------------
-
-PROBE = """
-import atexit, runpy, sys
-atexit.register(lambda: print("pandas" in sys.modules, file=sys.stderr))
-{extra}
-sys.argv = ["budgetdiff", *sys.argv[1:]]
-runpy.run_module("budgetdiff", run_name="__main__")
-"""
-
-
-def imports_pandas(args: list[str], extra: str = "") -> bool:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(extra=extra), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode in (0, 1), done.stderr
-    return done.stderr.strip().splitlines()[-1] == "True"
-
-
-@pytest.fixture(scope="module")
-def thousand(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    folder = tmp_path_factory.mktemp("thousand")
-    rng = np.random.default_rng(11)
-    out = {}
-    for side, slow in (("base", 1.0), ("head", 1.1)):
-        columns = {
-            "request_id": [f"{side}{i}" for i in range(1000)],
-            "queue_ms": rng.exponential(40, 1000),
-            "prefill_ms": rng.gamma(9, 50, 1000),
-            "decode_ms": rng.gamma(9, 300, 1000) * slow,
-        }
-        out[f"{side}.csv"] = write_table(folder / f"{side}.csv", columns)
-        out[f"{side}.parquet"] = folder / f"{side}.parquet"
-        pq.write_table(pa.table(columns), out[f"{side}.parquet"])
-    (folder / "budget.yml").write_text(BUDGET, encoding="utf-8")
-    out["budget"] = folder / "budget.yml"
-    return out
-
-
-def test_the_probe_sees_pandas_when_it_is_imported() -> None:
-    assert importlib.util.find_spec("pandas") is not None  # so the checks below can fail
-    assert imports_pandas(["--version"], extra="import pandas")
-    assert not imports_pandas(["--version"])
-
-
-def test_help_does_not_import_pandas() -> None:
-    assert not imports_pandas(["--help"])
-    assert not imports_pandas(["compare", "--help"])
-
-
-@pytest.mark.parametrize("suffix", ["csv", "parquet"])
-def test_a_thousand_request_compare_does_not_import_pandas(
-    thousand: dict[str, Path], suffix: str
-) -> None:
-    args = ["compare", "--base", str(thousand[f"base.{suffix}"])]
-    args += ["--head", str(thousand[f"head.{suffix}"]), "--budget", str(thousand["budget"])]
-    assert not imports_pandas([*args, "--output", "json"])

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from budgetdiff.cli import guarded
+from budgetdiff.errors import BudgetError, InputError
 from budgetdiff.results import METRIC_LABELS
 from tests.helpers import BUDGET, compare_json, run, slices, write_table
 
@@ -267,3 +270,86 @@ def test_the_demo_leaves_its_options_as_given(capsys: pytest.CaptureFixture[str]
     first = run(["demo", "--output", "json"], capsys)
     assert first == run(["demo", "--output", "json"], capsys)
     assert first[0] == 0 and json.loads(first[1])["verdict"] == "fail"
+
+
+# ---- issue 26: check takes no base; whatif without a budget file --------------------------
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--base", "x.csv"],
+        ["--base-ref", "main"],
+        ["--base-artifact", "results"],
+        ["--allow-missing-base"],
+    ],
+)
+def test_check_refuses_every_base_flag(
+    flags: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head = write_table(tmp_path / "head.csv", slices(1, 50))
+    budget = tmp_path / "budget.yml"
+    budget.write_text(BUDGET, encoding="utf-8")
+    code, out, err = run(["check", "--head", str(head), "--budget", str(budget), *flags], capsys)
+    assert code == 2 and out == ""
+    assert err == f"budgetdiff: error: {flags[0]}: check takes no base; use compare\n"
+
+
+ESTIMATE = ["whatif", "--ttft", "850", "--tokens-per-s", "22", "--tokens", "1200", "--tail", "300"]
+
+
+def test_whatif_takes_the_slo_from_flags_with_no_budget_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no budget.yml here
+    code, out, err = run([*ESTIMATE, "--slo-total", "6000"], capsys)
+    total = 850 + (1200 - 1) * 1000 / 22 + 300  # the first token is in TTFT
+    assert round(total) == 55_650
+    assert code == 1 and err == ""
+    assert "= 55,650 ms" in out
+    # no headroom was set: the target is the SLO itself, and 55,650 / 6,000 is 9.3 times it
+    assert re.search(r"^  end to end +55,650 ms +6,000 ms +9\.3x over$", out, re.M), out
+    longest = int((6000 - 850 - 300) // (1000 / 22)) + 1
+    assert f"at this rate: {longest} tokens\n" in out and "% headroom" not in out
+    code, out, _ = run([*ESTIMATE, "--slo-total", "60000", "--slo-ttft", "800"], capsys)
+    assert code == 1  # TTFT 850 ms over 800 ms: 6.2% over, not "x over"
+    assert re.search(r"^  TTFT +850 ms +800 ms +6\.2% over$", out, re.M), out
+    room = f"+{100 * (60000 - total) / 60000:.1f}%"
+    assert re.search(rf"^  end to end +55,650 ms +60,000 ms +\{room} +fits$", out, re.M), out
+
+
+def test_whatif_without_any_slo_says_how_to_give_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(ESTIMATE, capsys)
+    assert code == 2 and "budget.yml" in err and err.count("\n") == 1
+
+
+# ---- the one error mapping ------------------------------------------------------------------
+
+
+def test_a_message_of_several_lines_is_one_error_line_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def fails() -> int:
+        raise BudgetError(
+            "budget.yml:3: slo.total: must be > 0\nbudget.yml:7: slices.dcode: unknown"
+        )
+
+    assert guarded(fails) == 2
+    assert capsys.readouterr().err == (
+        "budgetdiff: error: budget.yml:3: slo.total: must be > 0\n"
+        "budgetdiff: error: budget.yml:7: slices.dcode: unknown\n"
+    )
+
+
+def test_a_line_break_inside_a_results_files_text_stays_on_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def fails() -> int:
+        raise InputError("head.csv: no column 'a\n::warning::x'")
+
+    assert guarded(fails) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("budgetdiff: error: head.csv")

@@ -162,7 +162,9 @@ def test_integers_above_2_to_53_and_epoch_nanosecond_start_times() -> None:
     run = _native(_parquet(table), "t.parquet")
     np.testing.assert_allclose(run.total, [2.0**60, 3])  # type: ignore[arg-type]
     assert run.start_time is not None
-    assert list(run.start_time) == [250.0, 0.0]  # exact: subtracted before the float cast
+    # exact: subtracted before the float cast; epoch nanoseconds are read as such, and said
+    assert list(run.start_time) == [250e-9, 0.0]
+    assert any(d.kind == "units" and "look like epoch ns" in d.message for d in run.doubts)
 
 
 @pytest.mark.parametrize(

@@ -106,6 +106,7 @@ def test_report_names_format_and_schema_of_each_side(
         "format": "aiperf",
         "schema": "1.4",
         "tool_version": "0.13.0",
+        "columns": [],  # a tool's own format: no table of columns to map
     }
     assert inputs["head"]["format"] == "aiperf"
     assert inputs["head"]["schema"] == aiperf.EARLY_SCHEMA

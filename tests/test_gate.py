@@ -75,10 +75,10 @@ def test_allow_missing_base_makes_an_absent_base_the_no_base_finding(
 
 def test_the_action_input_allow_missing_base_reaches_the_cli_through_env() -> None:
     env = {"INPUT_HEAD": "head.csv", "INPUT_BASE": "base.csv"}
-    argv, _ = action.build(env)
-    assert "--allow-missing-base" not in argv
-    argv, _ = action.build({**env, "INPUT_ALLOW_MISSING_BASE": "true"})
-    assert "--allow-missing-base" in argv
+    assert not action.build(env)[0].allow_missing_base
+    assert action.build({**env, "INPUT_ALLOW_MISSING_BASE": "true"})[0].allow_missing_base
+    assert action.build({**env, "INPUT_ALLOW_MISSING_BASE": "yes"})[0].allow_missing_base
+    assert not action.build({**env, "INPUT_ALLOW_MISSING_BASE": "off"})[0].allow_missing_base
     with pytest.raises(UsageError, match="input `allow-missing-base`: 'yes please'"):
         action.build({**env, "INPUT_ALLOW_MISSING_BASE": "yes please"})
 
@@ -370,19 +370,21 @@ def test_the_terminal_prints_the_notes_the_markdown_folds(
 
 def test_the_action_inputs_comment_and_accept_label_reach_the_cli() -> None:
     env = {"INPUT_HEAD": "head.csv", "INPUT_BASE": "base.csv"}
-    argv, _ = action.build({**env, "INPUT_COMMENT": "on-findings"})
-    assert "--comment=on-findings" in argv and not any("accept-label" in a for a in argv)
-    argv, _ = action.build({**env, "INPUT_ACCEPT_LABEL": "perf:ok"})
-    assert "--accept-label=perf:ok" in argv
-    argv, _ = action.build({**env, "INPUT_ACCEPT_LABEL": ""})
-    assert "--accept-label=" in argv  # set but empty: disabled
+    o, _ = action.build({**env, "INPUT_COMMENT": "on-findings"})
+    assert o.comment == "on-findings" and o.accept_label == "budgetdiff:accept"
+    assert action.build({**env, "INPUT_COMMENT": "No"})[0].comment is False  # the CLI's rule
+    o, _ = action.build({**env, "INPUT_ACCEPT_LABEL": "perf:ok"})
+    assert o.accept_label == "perf:ok"
+    o, _ = action.build({**env, "INPUT_ACCEPT_LABEL": ""})
+    assert o.accept_label == ""  # set but empty: disabled
+    assert action.build({**env, "INPUT_SCENARIO": "c=8, c=16"})[0].scenario == ("c=8", "c=16")
+    assert action.build({**env, "INPUT_SCENARIO": ""})[0].scenario == ()  # all of them
 
 
 def test_comment_takes_true_false_or_on_findings(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as e:  # argparse: one line, exit 2
-        run(["compare", "--head", "h.csv", "--comment", "sometimes"], capsys)
-    assert e.value.code == 2
-    assert "'sometimes': write true, false or on-findings" in capsys.readouterr().err
+    code, _, err = run(["compare", "--head", "h.csv", "--comment", "sometimes"], capsys)
+    assert code == 2  # one line, exit 2
+    assert err == "budgetdiff: error: --comment: 'sometimes': write true, false or on-findings\n"
 
 
 # ---- histograms: a change the buckets cannot tell is said to be that --------------------------

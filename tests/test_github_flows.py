@@ -20,6 +20,7 @@ from budgetdiff.errors import InputError, UsageError
 from budgetdiff.github import GitHubContext, fetch_base_artifact
 from budgetdiff.github.artifact import Limits, extract
 from budgetdiff.github.comment import marker
+from budgetdiff.options import RunOptions
 
 DEMO = Path(__file__).resolve().parents[1] / "budgetdiff" / "demo"
 TOKEN = "test-token-s3cr3t"
@@ -307,7 +308,7 @@ def test_fetch_base_artifact_prefers_the_exact_base_commit(tmp_path: Path, gh: F
 
 
 def test_action_builds_argv_without_any_shell_and_options_cannot_be_smuggled() -> None:
-    argv, env = action.build(
+    o, env = action.build(
         {
             "INPUT_HEAD": "results/head.csv\n--fail-on=never\n",
             "INPUT_BASE": "results/base with space.csv",
@@ -317,17 +318,15 @@ def test_action_builds_argv_without_any_shell_and_options_cannot_be_smuggled() -
             "INPUT_FAIL_ON": "breach,regression",
         }
     )
-    assert argv == [
-        "compare",
-        "--github",
-        "--id=llama-8b",
-        "--head=results/head.csv",
-        "--head=--fail-on=never",
-        "--base=results/base with space.csv",
-        "--budget=budget.yml",
-        "--fail-on=breach,regression",
-        "--comment=false",
-    ]
+    # no argument list at all: a line that looks like a flag is a file name
+    assert o == RunOptions(
+        github=True,
+        id="llama-8b",
+        head=("results/head.csv", "--fail-on=never"),
+        base=("results/base with space.csv",),
+        fail_on=("breach", "regression"),
+        comment=False,
+    )
     assert env["GITHUB_TOKEN"] == "tok"
 
 
@@ -521,8 +520,7 @@ def test_action_base_artifact_defaults_the_base_name_to_the_heads(
             "INPUT_COMMENT": "false",
         }
     )
-    argv, _env = action.build(env)
-    assert "--base=head.csv" in argv
+    assert action.build(env)[0].base == ()  # the orchestrator takes the head's name in it
     assert action.main(env) == 1  # compared against the artifact's head.csv: the regression
     assert "decode" in outputs(env)["regressions"].split(",")
 
@@ -542,9 +540,9 @@ def test_action_results_and_base_artifacts_together_need_no_base_input(
 ) -> None:
     env = workflow_run_env(tmp_path, gh, make_zip({"head.csv": (DEMO / "head.csv").read_bytes()}))
     env.update({"INPUT_BASE": "", "INPUT_BASE_ARTIFACT": "base-results"})
-    argv, _env = action.build(env)
-    assert "--base=head.csv" in argv  # a name inside the base artifact
-    [head] = [a for a in argv if a.startswith("--head=")]
+    o, _env = action.build(env)
+    assert o.base == () and o.base_artifact == "base-results"  # the head's name inside it
+    [head] = o.head
     assert head.endswith("head.csv") and str(tmp_path / "runner") in head
 
 

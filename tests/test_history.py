@@ -226,19 +226,3 @@ def test_history_command_prints_trends_and_writes_the_page(
     empty.write_text("")
     assert main(["history", str(empty)], {}) == 2
     assert "no budgetdiff report" in capsys.readouterr().err
-
-
-def test_the_cli_start_up_imports_nothing_of_the_history() -> None:
-    """`budgetdiff --help` and every command without --history leave these modules unloaded."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys; from budgetdiff.cli import main\n"
-        "try:\n    main(['history', '--help'])\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in sys.modules if m.startswith('budgetdiff.')))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    loaded = done.stdout.strip().splitlines()[-1]
-    for module in ("history", "changepoint", "render.page", "github.history_store"):
-        assert f"'budgetdiff.{module}'" not in loaded

@@ -20,14 +20,15 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("read", ("formats", "sources")),
     ("budget", ("budget", "budget_file", "budget_problems")),
     ("results", ("results",)),
-    ("compute", ("prepare", "attribution", "whatif", "rebudget", "rows", "compare", "aggregate",
-                 "history")),
+    ("compute", ("pairing", "prepare", "attribution", "whatif", "rebudget", "rows", "compare",
+                 "aggregate", "history")),
     ("judge", ("judge",)),
     ("render", ("render",)),
     ("report", ("report",)),
-    ("evaluate", ("evaluate",)),
     ("github", ("github",)),
-    ("edge", ("cli", "commands", "terminal", "action", "api", "testing", "__main__", "")),
+    ("evaluate", ("evaluate",)),
+    ("edge", ("options", "commands", "parser", "terminal", "cli", "action", "api", "testing",
+              "__main__", "")),
 )  # fmt: skip
 RANK = {name: i for i, (_, names) in enumerate(STAGES) for name in names}
 MAX_FUNCTION_LINES = 60

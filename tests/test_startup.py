@@ -1,13 +1,11 @@
-"""The start-up work a compare does not need stays undone (the time is measured by
-`bench/bench_readers.py --startup`, not here): which modules a run imports, and that what
-replaced the imported helpers gives the same values."""
+"""What replaced library helpers on the start-up path gives the libraries' values. Start-up
+itself is a guard measured by `bench/bench_readers.py --startup` (a 100-row compare within 3x
+of `python -c "import numpy, pyarrow"`), not timed or import-listed here: which modules a run
+imports is the code's own business."""
 
 from __future__ import annotations
 
-import ast
 import gc
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,102 +14,7 @@ import pytest
 from budgetdiff.formats import ReadOptions, detect
 from budgetdiff.stats import percentile, percentiles
 from budgetdiff.table import repeated_ids
-from tests.helpers import BUDGET, slices, write_table
-
-# Run as the console script runs: budgetdiff.cli.entry, then the modules the run imported.
-PROBE = """
-import sys
-from budgetdiff.cli import entry
-sys.argv = ["budgetdiff", *sys.argv[1:]]
-try:
-    entry()
-except SystemExit as e:
-    code = e.code
-print(code, sorted(sys.modules), file=sys.stderr)
-"""
-# Not imported by a compare of local files: numpy.ma (np.unique / np.percentile), git's
-# subprocess, pandas through pyarrow, statistics (stats carries NormalDist's two functions),
-# numpy.typing (the array aliases are numpy's ndarray written out) and traceback (only a bug's
-# message uses it). (A package's metadata, importlib.metadata with email and tempfile, is
-# pydantic's: its plugin loader imports it with the budget's models.)
-UNNEEDED = (
-    "numpy.ma",
-    "subprocess",
-    "pandas",
-    "statistics",
-    "numpy.typing",
-    "traceback",
-)
-
-
-def imported(args: list[str], env: dict[str, str] | None = None) -> tuple[int, set[str]]:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=env, check=False
-    )
-    code, _, modules = done.stderr.strip().splitlines()[-1].partition(" ")
-    return int(code), set(ast.literal_eval(modules))
-
-
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    folder = tmp_path_factory.mktemp("startup")
-    base = write_table(folder / "base.csv", slices(1, 100))
-    head = write_table(folder / "head.csv", slices(2, 100))
-    (folder / "budget.yml").write_text(BUDGET, encoding="utf-8")
-    return ["--base", str(base), "--head", str(head), "--budget", str(folder / "budget.yml")]
-
-
-def test_a_compare_imports_only_what_it_uses(pair: list[str]) -> None:
-    code, modules = imported(["compare", *pair, "--output", "json"])
-    assert code in (0, 1)
-    assert "budgetdiff.budget" in modules and "pyarrow" in modules  # the probe saw a real run
-    assert not [m for m in UNNEEDED if m in modules]
-
-
-def test_the_table_output_imports_only_what_it_uses(pair: list[str]) -> None:
-    code, modules = imported(["compare", *pair])
-    assert code in (0, 1)
-    assert "budgetdiff.render.table" in modules
-    assert "tabulate" in modules  # tabulate lays the table out
-    assert not [m for m in UNNEEDED if m in modules]
-
-
-def test_a_compare_imports_no_other_commands_code(pair: list[str]) -> None:
-    """Each subcommand's module is imported when it runs; what a plain compare does not use
-    (GitHub, a history, aggregate inputs, the page) stays unloaded. The renderers load with the
-    Report (imports at the top: a few ms are not worth imports hidden in functions)."""
-    code, modules = imported(["compare", *pair, "--output", "json"])
-    assert code in (0, 1)
-    assert "budgetdiff.evaluate" in modules  # the probe saw the pipeline run
-    unused = (
-        "budgetdiff.commands.",
-        "budgetdiff.github",
-        "budgetdiff.history",
-        "budgetdiff.aggregate",
-        "budgetdiff.render.page",
-    )
-    assert not [m for m in modules if m.startswith(unused)]
-
-
-def test_detecting_a_table_imports_no_json_reader(pair: list[str]) -> None:
-    """`--format auto` (the default) asks the JSON formats' sniffers only about a file that
-    starts as JSON does: a CSV compare imports the native reader and Prometheus' alone."""
-    from budgetdiff.formats.registry import READERS
-
-    code, modules = imported(["compare", *pair, "--output", "json"])
-    assert code in (0, 1)
-    assert "budgetdiff.formats.native" in modules  # the probe saw the file read
-    json_readers = [r.module_name for r in READERS if r.json]
-    assert len(json_readers) >= 9
-    assert not [m for m in json_readers if m in modules]
-
-
-@pytest.mark.parametrize("args", [["--version"], ["--help"], ["compare", "--help"]])
-def test_help_and_version_do_without_the_pipeline(args: list[str]) -> None:
-    code, modules = imported(args)
-    assert code == 0
-    assert "budgetdiff.cli" in modules  # the probe ran the CLI
-    assert not [m for m in ("budgetdiff.evaluate", "budgetdiff.budget", "yaml") if m in modules]
+from tests.helpers import slices, write_table
 
 
 def test_percentile_is_numpys_exactly() -> None:

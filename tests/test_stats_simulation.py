@@ -9,6 +9,7 @@ interval at or below 6.5% (so a rate that only passes by simulation luck fails).
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ import pytest
 from budgetdiff.budget import parse_budget
 from budgetdiff.prepare import prepare
 from budgetdiff.rows import compare
-from budgetdiff.stats import attainment, compare_percentile, decide
+from budgetdiff.stats import attainment, compare_percentile, decide, interval
 from budgetdiff.table import Run
 from tests import simulation as sim
 
@@ -36,6 +37,7 @@ def _assert_calibrated(aa: sim.AA) -> None:
     assert aa.reports >= 1000
     assert aa.any_flag / aa.reports <= ALPHA, (aa, low, high)
     assert high <= 0.065, (aa, low, high)
+    assert aa.through_zero == 0, aa  # issue 29: no flagged row's interval holds 0
 
 
 @pytest.mark.parametrize("scenario", sim.CORRELATED, ids=lambda s: s.name.split(":")[0])
@@ -68,12 +70,53 @@ def test_aa_reports_flag_anything_at_most_alpha_for_other_shapes(
 
 
 @pytest.mark.parametrize("n", [200, 1000])
-def test_aa_bimodal_reports_flag_a_regression_at_most_alpha(n: int) -> None:
-    """p95 inside the gap of a bimodal slice: the band that measures the slope spans the gap, so
-    its standard error is rough. Known limit: any flag (either way) is 5-8% here (the docs'
-    table); regressions alone stay within alpha."""
-    aa = sim.run_aa(sim.SHAPES[1], n, REPORTS, seed=1202)
-    assert aa.regression / aa.reports <= ALPHA + allowance(ALPHA)
+def test_aa_bimodal_reports_flag_anything_at_most_alpha(n: int) -> None:
+    """p95 inside the gap of a bimodal slice: the half band that reaches across the gap is
+    steep, and says so (any flag was 5-8% here with one slope over the whole band)."""
+    _assert_calibrated(sim.run_aa(sim.SHAPES[1], n, REPORTS, seed=1202))
+
+
+def test_aa_narrow_slow_mode_default_rules_flag_at_most_8_of_100() -> None:
+    """Issue 29, item 1: 95% of decode ~680 ms (σ 0.03), 5% 1.9x slower, 1,000 requests a side,
+    the default rules (5%, 5 ms). The p95 sits at the edge of the slow mode and jumps between
+    the modes from run to run; one slope over the whole band, taken inside a mode, flagged 17%
+    of A/A reports (39 of 100 in the issue's CLI count)."""
+    aa = sim.run_aa(sim.NARROW_SLOW, 1000, 100, seed=2901, min_change=0.05, min_ms=5.0)
+    assert aa.any_flag <= 8, aa
+    assert aa.through_zero == 0, aa
+
+
+def test_aa_narrow_slow_mode_without_floors_stays_within_alpha() -> None:
+    aa = sim.run_aa(sim.NARROW_SLOW, 1000, 400, seed=2902)
+    assert aa.any_flag / aa.reports <= ALPHA, aa
+    assert aa.through_zero == 0, aa
+
+
+@pytest.mark.parametrize(("n_base", "n_head"), [(300, 3000), (3000, 300)])
+def test_aa_unequal_sizes_flag_neither_way_more_than_3_5pct(n_base: int, n_head: int) -> None:
+    """Issue 29, item 2: Pareto 2.5 slices, 300 requests on one side and 3,000 on the other, no
+    size floors. The small side's percentile and its standard error move together (a low p95
+    has a flat band below it): with one slope over the whole band 5.7% of A/A reports flagged a
+    regression (300 base) and 0.5% an improvement, and the other way round when swapped."""
+    aa = sim.run_aa(sim.PARETO_25, n_base, 600, seed=2903, n_head=n_head)
+    assert aa.regression / aa.reports <= 0.035, aa
+    assert aa.improvement / aa.reports <= 0.035, aa
+    assert aa.through_zero == 0, aa
+
+
+def test_aa_three_drifting_runs_a_side_flag_at_most_4_of_60() -> None:
+    """Issue 29, item 3: three runs of 1,000 requests a side, each run's decode scaled by its
+    own lognormal(0, 3%) factor, no size floors. Told which run each request came from, the
+    interval carries the variance between runs (9% of such A/A reports flagged a row without
+    it, over 300 reports)."""
+    aa = sim.run_drift_aa(60, 2905, runs=3, n=1000, drift=0.03, as_runs=True)
+    assert aa.any_flag <= 4, aa
+    assert aa.through_zero == 0, aa
+
+
+def test_runs_that_do_not_drift_keep_the_level() -> None:
+    aa = sim.run_drift_aa(200, 2906, runs=3, n=1000, drift=0.0, as_runs=True)
+    assert aa.any_flag / aa.reports <= ALPHA, aa
 
 
 def _budget_for_simulation() -> str:
@@ -106,6 +149,27 @@ def test_the_real_compare_path_decides_as_the_simulated_reports() -> None:
         flagged += any(v in ("regression", "improvement") for v in verdicts.values())
         assert c.head.attainment is not None and c.head.attainment.effective_n is not None
     assert flagged / reports <= ALPHA + allowance(ALPHA, reports)
+
+
+def test_the_real_compare_path_flags_a_narrow_slow_mode_at_most_8_of_100() -> None:
+    """Issue 29's count was made through the CLI (39 of 100 with the default rules): the same
+    A/A pairs through prepare and compare, the budget's default rules (5%, 5 ms)."""
+    budget = parse_budget(
+        _budget_for_simulation().replace("regression: {min_change: 0%, min_ms: 0}\n", ""),
+        "budget.yml",
+    )
+    assert (budget.regression.min_change, budget.regression.min_ms) == (0.05, 5.0)
+    rng = np.random.default_rng(2908)
+    reports, flagged = 100, 0
+    base, head = (sim.slices(rng, sim.NARROW_SLOW, reports, 1000) for _ in "bh")
+    for i in range(reports):
+        b, h = (
+            prepare(Run(name, 1000, slices={k: v[i] for k, v in s.items()}), budget)
+            for name, s in (("base.csv", base), ("head.csv", head))
+        )
+        c = compare(b, h, budget)
+        flagged += any(r.change in ("regression", "improvement") for r in (*c.slo, *c.slices))
+    assert flagged <= 8
 
 
 @pytest.mark.parametrize(
@@ -165,6 +229,26 @@ def test_a_shift_equal_to_the_shown_mde_is_caught_about_80pct(
     assert 0.75 <= caught / runs <= 0.80 + allowance(0.80, runs)
 
 
+@pytest.mark.parametrize(
+    ("n", "shape"),
+    [(1000, None), (300, 2.5), (3000, 2.5)],
+    ids=["lognormal", "pareto-300", "pareto-3000"],
+)
+def test_a_runs_own_interval_covers_its_true_p95_about_95pct(n: int, shape: float | None) -> None:
+    """The interval beside a run's p95 (asymmetric ends, centred less the bias) holds the true
+    p95 of the distribution it was drawn from: lognormal(0, 0.4) or 1 + Pareto(2.5)."""
+    rng = np.random.default_rng(1208)
+    truth = math.exp(0.4 * NormalDist().inv_cdf(0.95)) if shape is None else 0.05 ** (-1 / shape)
+    runs = 1000
+    held = 0
+    for _ in range(runs):
+        x = rng.lognormal(0, 0.4, n) if shape is None else 1 + rng.pareto(shape, n)
+        ci = interval(x, P, CONFIDENCE)
+        assert ci is not None
+        held += ci[0] <= truth <= ci[1]
+    assert 0.93 <= held / runs <= 0.98
+
+
 @pytest.mark.parametrize("scenario", sim.CORRELATED, ids=lambda s: s.name.split(":")[0])
 def test_attainment_interval_covers_the_true_attainment(scenario: sim.Scenario) -> None:
     assert sim.attainment_coverage(scenario, 1000, 1000, seed=1205) >= 0.92
@@ -189,7 +273,7 @@ def test_a_burst_of_slow_requests_does_not_hide_a_whole_run_shift() -> None:
     head[10:18] *= rng.permutation(np.linspace(1.12, 1.25, 8))
     c = compare_percentile(base, head, P, CONFIDENCE, family_size=5)
     assert c.note is not None and c.note.startswith("autocorrelated in arrival order")
-    assert c.ci is not None and c.ci[0] < 0.1 * c.delta  # the interval alone: barely above 0
+    assert c.ci is not None and c.ci[0] < 0.2 * c.delta  # the interval alone: barely above 0
     assert c.p_value is not None and c.p_value < 1e-3
     assert decide([c], min_change=0.05, min_ms=5.0, confidence=CONFIDENCE) == ["regression"]
 

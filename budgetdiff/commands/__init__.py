@@ -1,2 +1,3 @@
-"""The subcommands that print words of their own rather than a Report: one module each, which
-`budgetdiff.cli` imports only when its command runs (start-up stays the compare's own)."""
+"""One module per subcommand (compare, check, demo, whatif, rebudget, history, schema), each a
+`run(options, edge) -> exit code` that builds what it needs and renders it; `output` is where a
+Report goes (files, stdout, GitHub). `budgetdiff.parser` maps the command line onto them."""

@@ -4,15 +4,19 @@ change points, drift) as a table of words, and the trend page that draws them.""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from budgetdiff import history, numbers
 from budgetdiff.budget import Regression
+from budgetdiff.commands.output import Edge, write_atomic
 from budgetdiff.errors import InputError
+from budgetdiff.evaluate import load_history
 from budgetdiff.history import History, Loaded
 from budgetdiff.numbers import count, ms, pct, percentile
 from budgetdiff.render.fit import column, prose, table
 from budgetdiff.render.page import render_page
 from budgetdiff.render.text import plain
+from budgetdiff.terminal import width
 
 
 @dataclass(frozen=True)
@@ -21,6 +25,19 @@ class HistoryOptions:
 
     file: str
     html: str | None = None
+
+
+def run(o: HistoryOptions, edge: Edge) -> int:
+    """The newest run of a history file against the ones before it: trends, change points,
+    drift; `--html` draws them. A view: exit 0 whatever it shows."""
+    loaded = load_history(o.file, edge.environ)
+    assert loaded is not None
+    trends = newest(o.file, loaded)
+    edge.out.write(trend_table(o.file, loaded, trends, width(edge.environ, edge.out)))
+    if o.html:
+        write_atomic(Path(o.html), trend_page(o.file, loaded, trends))
+        edge.out.write(f"wrote {o.html}\n")
+    return 0
 
 
 def newest(file: str, loaded: Loaded) -> History:

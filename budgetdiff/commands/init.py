@@ -8,13 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from budgetdiff.commands.output import Edge
 from budgetdiff.errors import UsageError
 from budgetdiff.render.text import plain
-
-if TYPE_CHECKING:
-    from budgetdiff.cli import Edge
 
 EXAMPLE_DIR = "budgetdiff-example"
 

@@ -4,21 +4,19 @@ to put it in the budget file."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from budgetdiff.budget import Budget, load_budget
 from budgetdiff.budget_file import write_budget
+from budgetdiff.commands.output import Edge
 from budgetdiff.errors import UsageError
-from budgetdiff.evaluate import Reading, rebudget_for
+from budgetdiff.evaluate import Files, Reading, rebudget_for
 from budgetdiff.numbers import count, ms, num, pct, percentile
+from budgetdiff.options import RunOptions
 from budgetdiff.render.cells import budget_meaning, fix_first
 from budgetdiff.render.fit import column, prose, table
 from budgetdiff.render.text import plain
 from budgetdiff.results import Comparison
 from budgetdiff.terminal import width
-
-if TYPE_CHECKING:
-    from budgetdiff.cli import Edge, RunOptions
 
 
 def run(o: RunOptions, edge: Edge) -> int:
@@ -26,7 +24,7 @@ def run(o: RunOptions, edge: Edge) -> int:
     if not budget.slices:
         raise UsageError(f"{o.budget}: has no `slices:` to re-split; add them first")
     reading = Reading(budget=budget, environ=edge.environ, fmt=o.format, scenarios=o.scenario)
-    c = rebudget_for(reading.side(o.head, o.head_ref).runs, budget, source=o.head[0])
+    c = rebudget_for(reading.side(Files(o.head, o.head_ref)).runs, budget, source=o.head[0])
     if o.write and c.name in budget.classes:
         raise UsageError(
             f"{o.budget}: the proposal is for class {plain(c.name)!r}, whose slices --write "

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from budgetdiff.budget import json_schema
-
-if TYPE_CHECKING:
-    from budgetdiff.cli import Edge
+from budgetdiff.commands.output import Edge
 
 
 @dataclass(frozen=True)

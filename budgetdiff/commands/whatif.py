@@ -8,20 +8,19 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, TypeAlias
+from typing import TextIO, TypeAlias
 
 from budgetdiff import numbers, whatif
 from budgetdiff.budget import Budget, load_budget
+from budgetdiff.commands.output import Edge
 from budgetdiff.errors import UsageError
-from budgetdiff.evaluate import Reading, WhatIf, what_if
+from budgetdiff.evaluate import Files, Reading, WhatIf, what_if
 from budgetdiff.numbers import count, ms, pct, percentile, setting_pct, signed_ms
 from budgetdiff.render.fit import column, prose, table
 from budgetdiff.render.text import plain
 from budgetdiff.terminal import width
 
-if TYPE_CHECKING:
-    from budgetdiff.cli import Edge
-
+DEFAULT_BUDGET = "budget.yml"
 # (what, value, its SLO target): one line each against the SLO
 Check: TypeAlias = tuple[str, float | None, float | None]
 
@@ -30,7 +29,9 @@ Check: TypeAlias = tuple[str, float | None, float | None]
 class WhatifOptions:
     """whatif: the estimate's numbers, or measured requests and the changes to their slices."""
 
-    budget: str = "budget.yml"
+    budget: str | None = None  # None: budget.yml, which --slo-total/--slo-ttft do without
+    slo_total: float | None = None
+    slo_ttft: float | None = None
     ttft: float | None = None
     tokens_per_s: float | None = None
     tpot: float | None = None
@@ -44,12 +45,27 @@ class WhatifOptions:
     add: tuple[str, ...] = ()  # SLICE=MS, as given
 
 
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """The SLO a whatif is held to: the budget's, or the one given on the command line (which
+    replaces the budget's targets it names), and the headroom the budget sets (none without)."""
+
+    ttft: float | None = None
+    total: float | None = None
+    itl: float | None = None
+    tpot: float | None = None
+    headroom: float = 0.0
+
+
 def run(o: WhatifOptions, edge: Edge) -> int:
-    budget = load_budget(Path(o.budget))
-    columns = width(edge.environ, edge.out)
+    budget = _budget(o)
+    targets = _targets(o, budget)
+    say = Say(edge.out, width(edge.environ, edge.out))
     if o.head:
-        return _recompute(o, budget, edge.environ, Say(edge.out, columns))
-    return _estimate(o, budget, Say(edge.out, columns))
+        if budget is None:
+            raise UsageError("whatif --head FILE needs the budget's slices: pass --budget FILE")
+        return _recompute(o, budget, edge.environ, say)
+    return _estimate(o, targets, say)
 
 
 @dataclass(frozen=True)
@@ -66,10 +82,33 @@ class Say:
         self.out.write("".join(f"  {line}\n" for line in lines))
 
 
+def _budget(o: WhatifOptions) -> Budget | None:
+    """The budget file: the one named, else budget.yml; with --slo-total or --slo-ttft an
+    absent budget.yml is no budget."""
+    given_slo = o.slo_total is not None or o.slo_ttft is not None
+    if o.budget is None and given_slo and not Path(DEFAULT_BUDGET).is_file():
+        return None
+    return load_budget(Path(o.budget or DEFAULT_BUDGET))
+
+
+def _targets(o: WhatifOptions, budget: Budget | None) -> Targets:
+    for flag, value in (("--slo-total", o.slo_total), ("--slo-ttft", o.slo_ttft)):
+        if value is not None and not whatif.positive(value):
+            raise UsageError(f"whatif: {flag} {numbers.given(value)}: must be a number above 0")
+    slo = budget.slo if budget is not None else None
+    return Targets(
+        ttft=o.slo_ttft if o.slo_ttft is not None else slo.ttft if slo else None,
+        total=o.slo_total if o.slo_total is not None else slo.total if slo else None,
+        itl=slo.itl if slo else None,
+        tpot=slo.tpot if slo else None,
+        headroom=budget.headroom if budget is not None else 0.0,
+    )
+
+
 # ---- the estimate ---------------------------------------------------------------------------
 
 
-def _estimate(o: WhatifOptions, budget: Budget, say: Say) -> int:
+def _estimate(o: WhatifOptions, targets: Targets, say: Say) -> int:
     """TTFT + (tokens - 1) / rate + tail against the SLO with its headroom."""
     ttft, tokens, per_token = _estimate_numbers(o)
     est = whatif.Estimate(ttft, per_token, int(tokens), o.tail)
@@ -87,17 +126,20 @@ def _estimate(o: WhatifOptions, budget: Budget, say: Say) -> int:
         "  ",
     )
     checks: list[Check] = [
-        ("TTFT", est.ttft_ms, budget.slo.ttft),
-        ("end to end", est.total_ms, budget.slo.total),
-        ("ITL", per_token, budget.slo.itl),
-        ("TPOT", per_token, budget.slo.tpot),
+        ("TTFT", est.ttft_ms, targets.ttft),
+        ("end to end", est.total_ms, targets.total),
+        ("ITL", per_token, targets.itl),
+        ("TPOT", per_token, targets.tpot),
     ]
-    fits = _against_slo(checks, budget, say, "estimate")
-    if budget.slo.total is not None:
-        room = budget.slo.total * (1 - budget.headroom) - est.ttft_ms - est.tail_ms
+    if all(target is None for _, _, target in checks):
+        raise UsageError("whatif: no SLO to hold it to: pass --slo-total MS or --budget FILE")
+    fits = _against_slo(checks, targets.headroom, say, "estimate")
+    if targets.total is not None:
+        room = targets.total * (1 - targets.headroom) - est.ttft_ms - est.tail_ms
         longest = math.floor(room / per_token) + 1 if room > 0 else 0
+        with_headroom = " with headroom" if targets.headroom else ""
         say(
-            "the longest answer that fits the end-to-end target with headroom at this rate: "
+            f"the longest answer that fits the end-to-end target{with_headroom} at this rate: "
             f"{count(longest)} tokens",
             "  ",
         )
@@ -137,28 +179,37 @@ def _estimate_numbers(o: WhatifOptions) -> tuple[float, float, float]:
     return o.ttft, o.tokens, whatif.per_token_ms(o.tokens_per_s)
 
 
-def _against_slo(checks: list[Check], budget: Budget, say: Say, value: str) -> bool:
-    """A table, one row per SLO metric: `value` vs target with the budget's headroom; all fit?"""
+def _against_slo(checks: list[Check], headroom: float, say: Say, value: str) -> bool:
+    """A table, one row per SLO metric: `value` vs target with the headroom (if the budget
+    sets one); all fit?"""
     rows = [(n, v, t) for n, v, t in checks if t is not None and v is not None]
     if not rows:  # the budget sets none of these targets
         return True
-    limits = [t * (1 - budget.headroom) for _, _, t in rows]
-    words = [
-        "fits" if v <= lim else "OVER" if v > t else "fits the SLO, not the headroom"
-        for (_, v, t), lim in zip(rows, limits, strict=True)
-    ]
+    limits = [t * (1 - headroom) for _, _, t in rows]
+    fit = [v <= lim for (_, v, _), lim in zip(rows, limits, strict=True)]
     columns = [
         column(value, [ms(v) for _, v, _ in rows], right=True),
         column("target", [ms(t) for _, _, t in rows], right=True),
-        column(
-            f"with {setting_pct(budget.headroom)} headroom", [ms(x) for x in limits], right=True
-        ),
-        column("headroom", [pct(100 * (t - v) / t, signed=True) for _, v, t in rows], right=True),
-        column("verdict", words, group=1),
     ]
+    if headroom:
+        limited = [ms(x) for x in limits]
+        columns.append(column(f"with {setting_pct(headroom)} headroom", limited, right=True))
+    room = [pct(100 * (t - v) / t, signed=True) if v <= t else "" for _, v, t in rows]
+    columns.append(column("headroom", room, right=True))
+    words = [_word(v, t, ok) for (_, v, t), ok in zip(rows, fit, strict=True)]
+    columns.append(column("verdict", words, group=1))
     inner = None if say.width is None else say.width - 2
     say.table(table(column("SLO", [n for n, _, _ in rows]), columns, inner))
-    return all(w == "fits" for w in words)
+    return all(fit)
+
+
+def _word(value: float, target: float, ok: bool) -> str:
+    """Fits; or how far over the target ("9.3x over" past twice it, else "47.7% over")."""
+    if value > target:
+        if value >= 2 * target:
+            return f"{numbers.times(value / target)} over"
+        return f"{pct(100 * (value - target) / target)} over"
+    return "fits" if ok else "fits the SLO, not the headroom"
 
 
 # ---- measured requests, changed -------------------------------------------------------------
@@ -168,9 +219,10 @@ def _recompute(o: WhatifOptions, budget: Budget, env: Mapping[str, str], say: Sa
     """Per-request data with some slices scaled or shifted: percentiles, headroom, attainment."""
     changes = _changes(o)
     reading = Reading(budget=budget, environ=env, fmt=o.format, scenarios=o.scenario)
-    head = reading.side(o.head, o.head_ref).runs
+    head = reading.side(Files(o.head, o.head_ref)).runs
     if len(head) == 1:  # (what_if refuses more) a class of traffic is held to its own SLO
         budget = budget.for_scenario(head[0].scenario)
+    targets = _targets(o, budget)
     result = what_if(head, budget, changes, source=o.head[0])
     said = ", ".join(
         f"{plain(n)}"
@@ -188,10 +240,10 @@ def _recompute(o: WhatifOptions, budget: Budget, env: Mapping[str, str], say: Sa
     for line in _before_after(result, percentile(budget.percentile)):
         say(line, "  ")
     checks: list[Check] = [
-        ("TTFT", result.after.ttft_ms, budget.slo.ttft),
-        ("end to end", result.after.total_ms, budget.slo.total),
+        ("TTFT", result.after.ttft_ms, targets.ttft),
+        ("end to end", result.after.total_ms, targets.total),
     ]
-    fits = _against_slo(checks, budget, say, "what if")
+    fits = _against_slo(checks, targets.headroom, say, "what if")
     say("fits" if fits else "does not fit")
     return 0 if fits else 1
 

@@ -284,6 +284,8 @@ def _kept(
         output_tokens=rows(client.output_tokens),
         itl=_kept_itl(client.itl, keep),
         start_time=rows(client.start_time),
+        end_time=rows(client.end_time),
+        prompt_hash=client.prompt_hash[keep] if client.prompt_hash is not None else None,
         tpot=rows(client.tpot),
         meta=meta,
     )

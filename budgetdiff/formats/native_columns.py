@@ -13,11 +13,9 @@ import pyarrow as pa
 
 from budgetdiff import numbers
 from budgetdiff.errors import ReadError
-from budgetdiff.formats.native_sniff import SUFFIXES, unit_of
+from budgetdiff.formats.native_names import MS_PER
 from budgetdiff.formats.native_tables import NAME, Table, utf8
-from budgetdiff.formats.options import ReadOptions
-from budgetdiff.table import KNOWN_SLICES, FloatArray, Itl
-from budgetdiff.units import UNIT_TO_MS
+from budgetdiff.table import FloatArray, Itl
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -25,7 +23,11 @@ if TYPE_CHECKING:
 NUMBER = r"^\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|inf|infinity|nan)\s*$"
 NULL_TEXT = r"^\s*$"
 _ITL_SEPARATOR = r"[\s,;]+"  # between the gaps of a text cell
-_FALSE_TEXT = frozenset({"", "false", "0", "no", "none", "null"})
+# An `error` cell that says the request succeeded: empty, OK and the ways to write "nothing"
+_FALSE_TEXT = frozenset(
+    {"", "false", "0", "no", "none", "null", "nil", "nan", "n/a", "na", "-", "ok", "success"}
+    | {"succeeded", "no error", "noerror"}
+)
 # Below this many rows a loop over an error column's texts is faster than importing
 # pyarrow.compute (25-40 ms of every run's start-up); above it the kernels win.
 _KERNELS_FROM_ROWS = 20_000
@@ -88,7 +90,7 @@ def itl_of(table: Table, column: str, unit: str, source: str) -> tuple[Itl, bool
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     kind = arr.type
-    scale = UNIT_TO_MS[unit]
+    scale = MS_PER[unit]
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
@@ -224,11 +226,11 @@ def failed(table: Table, column: str, source: str) -> np.ndarray[Any, np.dtype[n
     return ~np.asarray(benign.to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def request_ids(table: Table, source: str) -> np.ndarray[Any, np.dtype[Any]]:
-    arr = decoded(table.get("request_id"))
+def request_ids(table: Table, column: str, source: str) -> np.ndarray[Any, np.dtype[Any]]:
+    arr = decoded(table.get(column))
     kind = arr.type
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-        arr = _text(arr, "request_id", source)
+        arr = _text(arr, column, source)
     elif not (
         pa.types.is_null(kind)
         or pa.types.is_string(kind)
@@ -238,7 +240,7 @@ def request_ids(table: Table, source: str) -> np.ndarray[Any, np.dtype[Any]]:
         raise ReadError.at(
             NAME,
             source,
-            f"column 'request_id' holds {kind}; write one id (text or an integer) per request",
+            f"column {column!r} holds {kind}; write one id (text or an integer) per request",
         )
     if pa.types.is_string(kind) and arr.null_count == 0:
         return arr.to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
@@ -269,11 +271,6 @@ def check_itl(itl: Itl, ok: np.ndarray[Any, np.dtype[np.bool_]], column: str, so
         )
 
 
-def find(table: Table, base: str) -> str | None:
-    found = [base + s for s in SUFFIXES if base + s in table.columns]
-    return found[0] if found else None
-
-
 def check_latency(
     values: FloatArray, ok: np.ndarray[Any, np.dtype[np.bool_]], column: str, source: str
 ) -> None:
@@ -300,40 +297,3 @@ def check_latency(
     if inf.any():
         i = first_true(inf)
         raise ReadError.at(NAME, source, f"row {i + 1}, column {column!r}: infinite latency")
-
-
-def slice_columns(table: Table, source: str, options: ReadOptions) -> list[tuple[str, str, str]]:
-    """(slice, column, unit) for every slice wanted."""
-    out: list[tuple[str, str, str]] = []
-    names = options.slices or tuple(s for s in KNOWN_SLICES if find(table, s) is not None)
-    listed = ", ".join(table.columns) or "(none)"
-    for name in names:
-        if name in options.columns:
-            column, unit = options.columns[name]
-            if column not in table.columns:
-                raise ReadError.at(
-                    NAME,
-                    source,
-                    f"no column {column!r} (mapped for slice {name!r}); columns are: {listed}; "
-                    "fix the slice's `column:` in the budget",
-                )
-            out.append((name, column, unit or unit_of(column)))
-            continue
-        candidates = [name + s for s in SUFFIXES]
-        present = [c for c in candidates if c in table.columns]
-        if not present:
-            raise ReadError.at(
-                NAME,
-                source,
-                f"no column for slice {name!r} (looked for {', '.join(candidates)}); "
-                f"columns are: {listed}; map it with `{name}: {{budget: ..., column: NAME}}`",
-            )
-        if len(present) > 1:
-            raise ReadError.at(
-                NAME,
-                source,
-                f"slice {name!r} has several columns ({', '.join(present)}); keep one, or "
-                f"choose it with `{name}: {{budget: ..., column: NAME}}`",
-            )
-        out.append((name, present[0], unit_of(present[0])))
-    return out

@@ -7,6 +7,7 @@ parser (which recurses) sees it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from budgetdiff.errors import ReadError
 from budgetdiff.formats.native_sniff import delimiter
 from budgetdiff.formats.native_tables import NAME, ArrowTable, RowsTable, Table, utf8
 
+_DECIMAL_COMMA = re.compile(rb"(^|;)\s*-?\d+,\d+\s*(;|\r?$)", re.MULTILINE)
 # A Parquet file is compressed: a few KB can hold millions of rows. Refuse before decompressing.
 MAX_PARQUET_ROWS = 50_000_000
 MAX_PARQUET_BYTES = 8 << 30  # uncompressed, summed over the row groups
@@ -92,12 +94,14 @@ def _load_csv(data: bytes, source: str) -> Table:
     header_line = (data if end < 0 else data[:end]).decode("utf-8", errors="replace")
     sep = delimiter(header_line)
     layout = "tsv" if sep == "\t" else "csv"
+    # a spreadsheet's export where the comma is the decimal mark: `;` between fields, `1,5`
+    decimal = "," if sep == ";" and _DECIMAL_COMMA.search(data[end + 1 : end + 4096]) else "."
     try:
         table = pacsv.read_csv(
             pa.BufferReader(data),
             read_options=pacsv.ReadOptions(use_threads=True, block_size=16 << 20),
             parse_options=pacsv.ParseOptions(delimiter=sep),
-            convert_options=pacsv.ConvertOptions(strings_can_be_null=True),
+            convert_options=pacsv.ConvertOptions(strings_can_be_null=True, decimal_point=decimal),
         )
     except pa.ArrowInvalid as exc:
         msg = str(exc).splitlines()[0]

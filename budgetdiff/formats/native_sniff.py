@@ -1,8 +1,8 @@
 """Whether a file is a native table, from its first bytes, and what its header's names mean.
 
-A latency column is named after a slice or metric with a unit suffix (`decode`, `decode_ms`,
-`decode_s`, `decode_us`; none means ms). Sniffing reads only the header line or the first JSON
-object; it imports no pyarrow, so detecting another format costs nothing.
+A latency column is one `native_names.RULES` reads as a slice or an SLO metric (`decode_ms`,
+`e2e_latency`, `TTFT (ms)`). Sniffing reads only the header line or the first JSON object; it
+imports no pyarrow, so detecting another format costs nothing.
 """
 
 from __future__ import annotations
@@ -12,13 +12,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from budgetdiff.table import KNOWN_SLICES
+from budgetdiff.formats.native_names import LATENCY_ROLES, normalize, rule_for
 
-SUFFIXES = ("", "_ms", "_s", "_us")
-_METRIC_BASES = ("ttft", "total", "itl")
-_LATENCY_NAMES = frozenset(
-    base + suffix for base in (*KNOWN_SLICES, *_METRIC_BASES) for suffix in SUFFIXES
-)
 # Keys that mark a benchmark tool's own JSON (read by that tool's format, not as a native table).
 TOOL_KEYS = frozenset(
     {
@@ -44,14 +39,6 @@ TOOL_KEYS = frozenset(
         "resourceSpans",
     }
 )
-
-
-def unit_of(column: str) -> str:
-    """The unit a column name's suffix states (`_ms`, `_s`, `_us`), else ms."""
-    for unit in ("ms", "us", "s"):
-        if column.endswith("_" + unit):
-            return unit
-    return "ms"
 
 
 # ---------------------------------------------------------------- sniffing
@@ -82,7 +69,10 @@ def _flat(obj: dict[str, Any]) -> bool:
 
 def _looks_native_header(columns: Sequence[str]) -> bool:
     names = {c.strip() for c in columns}
-    return bool(names & _LATENCY_NAMES) and not (names & TOOL_KEYS)
+    if names & TOOL_KEYS:
+        return False
+    rules = [rule_for(c) for c in names]
+    return any(r is not None and r.role in LATENCY_ROLES for r in rules)
 
 
 def sniff(head: bytes, name: str) -> bool:
@@ -100,8 +90,8 @@ def has_slices(head: bytes, slices: Sequence[str]) -> bool:
     if header is None:
         return False
     names = {c.strip() for c in header}
-    wanted = {s + suffix for s in slices for suffix in SUFFIXES}
-    return bool(names & wanted) and not (names & TOOL_KEYS)
+    wanted = set(slices)
+    return any(normalize(c).base in wanted for c in names) and not (names & TOOL_KEYS)
 
 
 def _header(head: bytes) -> list[str] | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from budgetdiff.errors import ReadError
@@ -22,6 +23,11 @@ class Table:
         self.n = 0
 
     def get(self, column: str) -> pa.Array | pa.ChunkedArray:
+        raise NotImplementedError
+
+    def subset(self, keep: np.ndarray[Any, np.dtype[np.bool_]]) -> Table:
+        """The rows where `keep` is true (a class of traffic, the table without summary rows);
+        the columns stay those of the whole table."""
         raise NotImplementedError
 
 
@@ -50,6 +56,13 @@ class ArrowTable(Table):
     def get(self, column: str) -> pa.Array | pa.ChunkedArray:
         return self.table.column(column)
 
+    def subset(self, keep: np.ndarray[Any, np.dtype[np.bool_]]) -> Table:
+        out = ArrowTable.__new__(ArrowTable)
+        Table.__init__(out, self.layout, self.columns)
+        out.table = self.table.filter(pa.array(keep))
+        out.n = out.table.num_rows
+        return out
+
 
 class RowsTable(Table):
     def __init__(self, layout: str, rows: list[dict[str, Any]], source: str) -> None:
@@ -66,6 +79,14 @@ class RowsTable(Table):
         self.rows = rows
         self.n = len(rows)
         self.source = source
+
+    def subset(self, keep: np.ndarray[Any, np.dtype[np.bool_]]) -> Table:
+        out = RowsTable.__new__(RowsTable)
+        Table.__init__(out, self.layout, self.columns)
+        out.rows = [row for row, k in zip(self.rows, keep, strict=True) if k]
+        out.n = len(out.rows)
+        out.source = self.source
+        return out
 
     def get(self, column: str) -> pa.Array | pa.ChunkedArray:
         values = [row.get(column) for row in self.rows]

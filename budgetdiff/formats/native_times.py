@@ -28,12 +28,13 @@ def _relative_seconds(ints: pa.Array, per_second: float, source: str) -> FloatAr
     return np.asarray(floats.to_numpy(zero_copy_only=False), dtype=np.float64) / per_second
 
 
-def start_times(table: Table, source: str) -> FloatArray:
-    """`start_time` in seconds (any origin): numbers, timestamps or dates, or ISO 8601 text."""
-    arr = decoded(table.get("start_time"))
+def start_times(table: Table, column: str, source: str) -> FloatArray:
+    """A start time column in seconds (any origin): numbers, timestamps or dates, or ISO 8601
+    text."""
+    arr = decoded(table.get(column))
     kind = arr.type
     if pa.types.is_floating(kind) or pa.types.is_null(kind):
-        return as_float(table, "start_time", source)
+        return as_float(table, column, source)
     import pyarrow.compute as pc  # 25-40 ms of start-up: not for seconds as floats
 
     if pa.types.is_timestamp(kind):
@@ -46,11 +47,13 @@ def start_times(table: Table, source: str) -> FloatArray:
         blank = pc.fill_null(pc.match_substring_regex(arr, NULL_TEXT), True)
         number = pc.fill_null(pc.match_substring_regex(arr, NUMBER, ignore_case=True), False)
         if not pc.all(pc.or_(blank, number)).as_py():
-            return _iso_times(arr, blank, number, source)
-    return as_float(table, "start_time", source)
+            return _iso_times(arr, blank, number, column, source)
+    return as_float(table, column, source)
 
 
-def _iso_times(arr: pa.Array, blank: pa.Array, number: pa.Array, source: str) -> FloatArray:
+def _iso_times(
+    arr: pa.Array, blank: pa.Array, number: pa.Array, column: str, source: str
+) -> FloatArray:
     """ISO 8601 text as seconds; else the row that is neither a number nor such a time."""
     import pyarrow.compute as pc
 
@@ -68,7 +71,7 @@ def _iso_times(arr: pa.Array, blank: pa.Array, number: pa.Array, source: str) ->
         raise ReadError.at(
             NAME,
             source,
-            f"row {i + 1}, column 'start_time': {value[:40]!r} is neither seconds nor an ISO "
+            f"row {i + 1}, column {column!r}: {value[:40]!r} is neither seconds nor an ISO "
             "8601 time (such as 2024-05-01T12:00:00.250Z); write one of them in every row",
         )
     mix = (
@@ -77,7 +80,7 @@ def _iso_times(arr: pa.Array, blank: pa.Array, number: pa.Array, source: str) ->
         else "ISO 8601 times with and without a zone offset"
     )
     raise ReadError.at(
-        NAME, source, f"column 'start_time' mixes {mix}; write the same kind in every row"
+        NAME, source, f"column {column!r} mixes {mix}; write the same kind in every row"
     )
 
 
@@ -91,3 +94,25 @@ def _iso(value: str) -> bool:
             continue
         return True
     return False
+
+
+def span_seconds(table: Table, start: str, end: str, source: str) -> FloatArray:
+    """`end - start` in seconds for time columns that are not plain numbers (timestamps, dates,
+    ISO 8601 text): both converted as one column, so that they share one origin."""
+    s, e = decoded(table.get(start)), decoded(table.get(end))
+    if s.type != e.type:
+        s, e = s.cast(pa.string()), e.cast(pa.string())
+    joint = start_times(_Joint(pa.concat_arrays([s, e])), start, source)
+    return joint[table.n :] - joint[: table.n]
+
+
+class _Joint(Table):
+    """Two time columns end to end, read as one."""
+
+    def __init__(self, arr: pa.Array) -> None:
+        super().__init__("times", ["times"])
+        self.n = len(arr)
+        self._arr = arr
+
+    def get(self, column: str) -> pa.Array:
+        return self._arr

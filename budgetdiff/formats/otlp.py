@@ -217,7 +217,7 @@ def _number(attrs: dict[str, Any], keys: tuple[str, ...]) -> float:
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     """All request spans (and slice-named spans) of the file as one per-request Run."""
     docs = _documents(data, source)
-    slice_names = set(options.slices or KNOWN_SLICES)
+    slice_names = set(options.slices) | set(KNOWN_SLICES)  # the budget's, and every known one
     found = _Found()
     for where, span in _spans(docs, source):
         _span(found, span, source, where, slice_names)

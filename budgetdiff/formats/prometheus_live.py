@@ -138,6 +138,24 @@ def read_live(
     return base, head
 
 
+def read_side(
+    query: LiveQuery,
+    name: str,
+    environ: Mapping[str, str],
+    *,
+    transport: httpx.BaseTransport | None = None,
+    sleep: Callable[[float], None] | None = None,
+) -> Run:
+    """One side's run (`name` "base" or "head"), read from the server: what `evaluate.run`
+    reads for a `Live` source."""
+    side = query.base if name == "base" else query.head
+    if side is None:
+        raise UsageError("check reads one side: give --head-match (and --at), no --base-*")
+    wait = time.sleep if sleep is None else sleep
+    with PrometheusClient(query.url, environ, transport=transport, sleep=wait) as client:
+        return _side(client, query, side, name)
+
+
 def candidates(families: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
     """Slice or metric -> the families that may measure it, in order of preference: the
     budget's own, else vLLM's and SGLang's names (the newer alias first)."""

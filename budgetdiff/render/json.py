@@ -7,12 +7,14 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from budgetdiff.render.summary import sentence, verbatim
+from budgetdiff.render.text import plain
 from budgetdiff.results import Comparison, Finding, Row, Side, Summary
 
 if TYPE_CHECKING:  # render reads the Report; report.py calls render
     from budgetdiff.report import Report, Scenario
 
 SCHEMA = "budgetdiff.report/v1"
+MAX_COLUMNS = 500  # of a table's reading in `inputs` (a hostile header may hold 100,000)
 
 
 def render_json(report: Report) -> str:
@@ -130,6 +132,18 @@ def _input(side: Side) -> dict[str, Any]:
         "format": side.format,
         "schema": side.schema,
         "tool_version": side.tool_version,
+        # how each column of a native table was read (empty for a tool's own format)
+        "columns": [
+            {
+                "column": plain(u.column, 120),
+                "role": u.role,
+                "target": u.target,
+                "unit": u.unit,
+                "unit_from": u.unit_from,
+                "note": u.note,
+            }
+            for u in side.columns[:MAX_COLUMNS]
+        ],
     }
 
 

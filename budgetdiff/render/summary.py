@@ -20,6 +20,9 @@ KIND_WORDS = {
     Kind.FAILURE_RATE: "more requests failed",
     Kind.FAILURES: "some requests failed",
     Kind.NOT_COMPARABLE: "different workloads",
+    Kind.MISSING_SLICE: "time in no slice",
+    Kind.UNITS: "a column's unit looks wrong",
+    Kind.IMPOSSIBLE: "rows no request can have",
     Kind.INCONCLUSIVE: "too few requests to tell",
     Kind.INFEASIBLE: "SLO not reachable",
     Kind.UNMEASURED: "a target not measured",
@@ -44,11 +47,11 @@ def verbatim(text: str, limit: int | None = None, /) -> str:
 
 def sentence(h: Summary, p: float, say: Escape) -> str:
     """`End to end p95 +1,082 ms (+24%), 6.7% headroom left: decode regressed`."""
-    parts = (_at_risk(h.at_risk, percentile(p), say), cause(h, say))
+    parts = (_at_risk(h.at_risk, percentile(p), say, h.workloads), cause(h, say))
     return ": ".join(x for x in parts if x) or "evaluated"
 
 
-def _at_risk(row: Row | None, p: str, say: Escape) -> str:
+def _at_risk(row: Row | None, p: str, say: Escape, workloads: bool) -> str:
     if row is None:
         return ""
     if row.status == Status.BREACH:
@@ -56,7 +59,7 @@ def _at_risk(row: Row | None, p: str, say: Escape) -> str:
         return f"{_capital(say(row.label))} {p} {ms(row.head_ms)}, over its target by {ms(over)}"
     change = (
         f"{signed_ms(row.delta_ms)} ({pct(row.delta_pct, 0, signed=True)})"
-        if row.change == Change.REGRESSION and row.delta_ms is not None
+        if row.change == Change.REGRESSION and row.delta_ms is not None and not workloads
         else ms(row.head_ms)
     )
     return f"{_capital(say(row.label))} {p} {change}, {pct(row.headroom_pct)} headroom left"
@@ -67,6 +70,10 @@ def cause(h: Summary, say: Escape) -> str:
     if h.verdict == Verdict.PASS:
         return "no regression, every SLO holds" if h.compared else "every SLO holds"
     parts = [KIND_WORDS[Kind.NO_BASE]] if h.no_base else []
+    if h.workloads:
+        parts.append("base and head ran different workloads")
+    if h.missing_ms is not None:
+        parts.append(f"{ms(h.missing_ms)} of it in no slice")
     if h.regressed:
         parts.append(f"{names(h.regressed, say)} regressed")
     if h.over_budget:

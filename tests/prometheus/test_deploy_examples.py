@@ -81,10 +81,11 @@ def test_the_deploy_workflow_gates_with_the_actions_inputs() -> None:
     assert set(gate["with"]) <= set(ACTION["inputs"])
     assert "PROMETHEUS_TOKEN" in gate["env"]  # credentials through env:, never an input
     env = {action.INPUTS[k]: str(v) for k, v in gate["with"].items()}
-    argv, _ = action.build({**env, "INPUT_HISTORY_BRANCH": ""})
-    assert argv[:2] == ["compare", "--github"]
-    assert f"--prometheus={gate['with']['prometheus-url']}" in argv
-    assert f"--head-match={gate['with']['head-match']}" in argv
+    o, _ = action.build({**env, "INPUT_HISTORY_BRANCH": ""})
+    assert o.github and not o.head
+    assert o.prometheus == gate["with"]["prometheus-url"]
+    assert o.head_match == gate["with"]["head-match"]
+    assert o.base_match == gate["with"]["base-match"]
     after = steps[steps.index(gate) + 1 :]
     assert any(s.get("if") == "failure() || cancelled()" for s in after)  # the rollback
     assert text in (ROOT / "docs" / "deploy-gate.md").read_text(encoding="utf-8")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from budgetdiff.cli import main
+from budgetdiff.formats.prometheus_api import BACKOFF_S
 from tests.prometheus.conftest import BUDGET, Server, free_port
 
 STABLE, STABLE_B, CANARY = '{version="stable"}', '{version="stable-b"}', '{version="canary"}'
@@ -183,7 +184,9 @@ def test_unreachable_server_exits_2_in_one_line(
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     argv = ["compare", "--prometheus", url, "--base-match", STABLE, "--head-match", CANARY,
             "--budget", budget]  # fmt: skip
-    assert main(argv, environ={}) == 2
+    waits: list[float] = []  # the retries' waits, not waited out
+    assert main(argv, environ={}, sleep=waits.append) == 2
+    assert waits == list(BACKOFF_S)
     line = one_line_error(capsys.readouterr().err)
     assert f"{url} cannot be reached" in line and "query: sum by (le) (increase(" in line
 

@@ -1,0 +1,116 @@
+"""`budgetdiff inspect FILE [--budget B]`: how a file is read, before any verdict rests on it.
+
+For each run: the format, every column's role, what it is read as, its unit and how that unit
+was decided (suffix, header bracket, the budget's `unit:`, guessed); the counts (rows, failed,
+blanks per column); the first rows as read, in ms; and what the reader found wrong in the data
+(the `units` and `impossible` findings `check` and `compare` would give). Exit 0 when the file
+reads, 2 when it cannot (the same one-line error as `check`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from budgetdiff.commands.output import Edge
+    from budgetdiff.table import FloatArray, Run
+
+FIRST_ROWS = 5
+
+
+@dataclass(frozen=True)
+class InspectOptions:
+    """inspect: the file, and the budget whose `column:`/`unit:` mappings apply."""
+
+    file: str = ""
+    budget: str | None = None
+    format: str = "auto"
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="a results file (any format budgetdiff reads)")
+    p.add_argument(
+        "--budget", metavar="FILE", help="apply this budget's slices and column: / unit: mappings"
+    )
+    p.add_argument("--format", default="auto", metavar="NAME", help="input format")
+
+
+def run(o: InspectOptions, edge: Edge) -> int:
+    from pathlib import Path
+
+    from budgetdiff import sources
+    from budgetdiff.budget import load_budget
+    from budgetdiff.evaluate import read_options
+    from budgetdiff.formats import ReadOptions, detect
+
+    options = read_options(load_budget(Path(o.budget))) if o.budget else ReadOptions()
+    data = sources.read_bytes(o.file, None, sources.max_bytes(edge.environ))
+    runs = detect.read(data, o.file, o.format, options)
+    edge.out.write("\n\n".join(describe(r) for r in runs) + "\n")
+    return 0
+
+
+def describe(run: Run) -> str:
+    """One run's reading, as `inspect` prints it."""
+    import numpy as np
+    from tabulate import tabulate
+
+    from budgetdiff import numbers
+    from budgetdiff.render.text import plain
+
+    name = f" · class {plain(run.scenario)}" if run.scenario else ""
+    layout = run.meta.get("layout")
+    read = f"{run.meta.get('format', 'unknown')}{f' ({layout})' if layout else ''}"
+    lines = [f"{plain(run.source, 200)}: {read}{name}"]
+    arrays = _arrays(run)
+    if run.columns:
+        rows = []
+        for u in run.columns:
+            values = arrays.get(u.target or "") if u.role in ("slice", "metric") else None
+            blanks = int(np.isnan(values).sum()) if values is not None else None
+            rows.append(
+                [
+                    plain(u.column, 40),
+                    u.role,
+                    u.target or "",
+                    u.unit or "",
+                    u.unit_from or "",
+                    "" if blanks is None else numbers.count(blanks),
+                    plain(u.note or "", 60),
+                ]
+            )
+        headers = ["column", "role", "read as", "unit", "unit from", "blank", "note"]
+        lines.append(tabulate(rows, headers=headers, tablefmt="simple"))
+    else:
+        lines.append(f"read as: {', '.join(run.available()) or 'nothing'}")
+    failed = int(run.n - run.succeeded.sum())
+    lines.append(f"rows: {numbers.count(run.n)} · failed: {numbers.count(failed)}")
+    if run.per_request and arrays:
+        shown = list(arrays.items())
+        table = [
+            [str(i + 1), *(numbers.num(float(v[i])) for _, v in shown), _ok(run, i)]
+            for i in range(min(FIRST_ROWS, run.n))
+        ]
+        lines.append("first rows as read (ms):")
+        lines.append(tabulate(table, headers=["row", *(k for k, _ in shown), "ok"]))
+    for d in run.doubts:
+        lines.append(f"{d.kind}{' (fails the check)' if d.fails else ''}: {plain(d.message, 400)}")
+    note = run.meta.get("note")
+    if isinstance(note, str):
+        lines.append(f"note: {plain(note, 600)}")
+    return "\n".join(lines)
+
+
+def _arrays(run: Run) -> dict[str, FloatArray]:
+    out: dict[str, FloatArray] = dict(run.slices)
+    for name in ("ttft", "total", "tpot"):
+        values = getattr(run, name)
+        if values is not None:
+            out[name] = values
+    return out
+
+
+def _ok(run: Run, i: int) -> str:
+    return "yes" if run.succeeded[i] else "failed"

@@ -1,0 +1,533 @@
+"""Is the change of a percentile between base and head real? Pure numpy, no I/O.
+
+Given per-request values of base and head, say how large the change of the p-th percentile is,
+how sure we can be of it, and the smallest change the data could have shown; `decide` turns
+those numbers into a verdict. Method and its simulations: docs/statistics.md.
+
+Standard error of a percentile (O(n), one selection, no bootstrap): the distribution-free
+order-statistic band around rank k = n*q is [k - h, k + h] with h = z * sqrt(n q (1-q)) ranks;
+the slope of the empirical quantile function over that band, times the binomial standard
+deviation of the rank, is the standard error (Siddiqui / Bloch-Gastwirth sparsity estimate,
+with the Price-Bonett / McKean-Schrader band as bandwidth), taken for each half of the band
+too, so that the interval's two ends see a skewed tail or a gap on their own side. Autocorrelation
+in arrival order inflates it by a batch-means factor on the indicator I(x <= percentile).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from budgetdiff import numbers
+from budgetdiff.stats.autocorrelation import autocorrelation
+from budgetdiff.stats.distributions import (
+    normal_cdf,
+    normal_quantile,
+    t_quantile,
+    t_two_sided_p,
+    welch_df,
+)
+from budgetdiff.stats.quantiles import (
+    lerp,
+    linear_ranks,
+    needed_for_interval,
+    percentile,
+    percentiles,
+)
+from budgetdiff.table import BoolArray, FloatArray
+
+IntArray = np.ndarray[Any, np.dtype[np.intp]]  # numpy.typing's NDArray: see table.FloatArray
+
+# Power the minimum detectable effect is stated at.
+MDE_POWER = 0.8
+# Degrees of freedom of the sparsity estimate (the slope of the order statistics across the
+# band), per rank in the band. Chosen by simulation: with the normal reference (inf) about 5%
+# of independent A/A reports of 7 rows flag a row; with 2 it is 3.9% (4,000 reports,
+# lognormal, n = 1,000) and the power for a 15% shift stays at 80%; 1 (about the chi-square
+# count of the spacings, which ignores the estimate's upward bias) costs 2-3 points of power.
+SPARSITY_DF_PER_RANK = 2.0
+# Each side's standard error below and above its percentile (the interval's two ends, and the
+# p-value against the end facing 0): the slope of that half of the order-statistic band, its
+# variance weighted HALF_BAND against the whole band's (the steadier estimate). The halves see
+# a gap next to the percentile (a narrow slow mode: 17% of A/A reports flagged with the whole
+# band, 0.9% now) and, with `_Side.bias`, a skewed tail at unequal sizes (base 300 / head 3,000
+# Pareto 2.5: 5.3% of A/A reports flagged a regression, 2.6% now). Chosen by simulation (0.5-1.0
+# tried; 1.0 costs 2 points of power and lifts load regimes' A/A over 5%): docs/statistics.md.
+HALF_BAND = 0.7
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """The change of one percentile between base and head, with its uncertainty."""
+
+    base: float  # p-th percentile of base
+    head: float
+    delta: float  # head - base
+    delta_pct: float | None  # 100*delta/base, None if base == 0
+    ci: tuple[float, float] | None  # interval of delta at `confidence` (unadjusted), ms
+    p_value: float | None  # two-sided, unadjusted; None when inconclusive
+    mde_pct: float | None  # smallest relative change flagged with 80% chance, all rules included
+    needed: int | None  # requests per side needed for a finite interval at p, when too few
+    paired: bool
+    note: str | None  # caveat as data
+    # (base, head) at each of `also` percentiles, from the same selection
+    others: tuple[tuple[float, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Side:
+    """One side's percentile and its standard errors: below and above it (each from its own
+    half of the order-statistic band, so a skewed or gapped neighbourhood is seen as such) and
+    over the whole band."""
+
+    value: float
+    down: float  # how far below `value` the percentile may be (lower half-band, blended)
+    up: float  # above it (upper half-band, blended)
+    se: float  # the whole band's
+    # Expected estimate less the true percentile: numpy's linear percentile is, on average, the
+    # ((n - 1) q + 1) / (n + 1) quantile, (1 - 2q) ranks from the q-th; times the band's slope.
+    # Small beside se at one size, it tilts a comparison of unequal sizes (issue 29).
+    bias: float
+    indicator: BoolArray  # I(x <= value), in the order given
+    inflation: float  # autocorrelation variance factor applied (1.0 when none)
+    df: float = math.inf  # degrees of freedom of se (Student-t reference)
+    tied: bool = False  # values repeat around the percentile (quantised data)
+    tick: float = 0.0  # when tied: the step between neighbouring values there (clock tick)
+    others: tuple[float, ...] = ()  # the `also` percentiles
+
+
+def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()) -> _Side:
+    n = x.size
+    q = p / 100.0
+    # Percentile exactly as np.percentile(method="linear") computes it.
+    virtual = (n - 1) * (p / 100.0)
+    lo = math.floor(virtual)
+    hi = min(lo + 1, n - 1)
+    sd_rank = math.sqrt(n * q * (1.0 - q))
+    h = normal_quantile((1.0 + confidence) / 2.0) * sd_rank
+    k = n * q
+    # Band ranks (1-based), clipped into [1, n], as 0-based indices.
+    lr = min(max(math.floor(k - h), 1), n) - 1
+    ur = min(max(math.ceil(k + h), 1), n) - 1
+    extra = [linear_ranks(n, a) for a in also]
+    mid = (n - 1) // 2
+    part = np.partition(x, sorted({lo, hi, lr, ur, mid, *(r for e in extra for r in e[:2])}))
+    value = lerp(float(part[lo]), float(part[hi]), virtual - lo)
+    others = tuple(lerp(float(part[a]), float(part[b]), t) for a, b, t in extra)
+    # n >= needed_for_interval keeps h > 0.5 rank, so ur > lr.
+    se = (float(part[ur]) - float(part[lr])) / max(ur - lr, 1) * sd_rank
+    # below and above: each half of the band's slope, blended with the whole band's
+    down = (value - float(part[lr])) / max(virtual - lr, 0.5) * sd_rank
+    up = (float(part[ur]) - value) / max(ur - virtual, 0.5) * sd_rank
+    down, up = (math.sqrt(HALF_BAND * v * v + (1.0 - HALF_BAND) * se * se) for v in (down, up))
+    indicator = x <= value
+    auto = autocorrelation(indicator, x > float(part[mid]))
+    # Degrees of freedom of se: the sparsity estimate's and the autocorrelation factor's when
+    # one is applied (the squared coefficients of variation of a product add up).
+    df = 1.0 / (1.0 / (SPARSITY_DF_PER_RANK * max(ur - lr, 1)) + 1.0 / auto.df)
+    tied, tick = _tied(x, float(part[lr]), float(part[ur]), ur - lr + 1)
+    inflate = math.sqrt(auto.factor)
+    return _Side(
+        value=value,
+        down=down * inflate,
+        up=up * inflate,
+        se=se * inflate,
+        bias=(1.0 - 2.0 * q) * (float(part[ur]) - float(part[lr])) / max(ur - lr, 1),
+        indicator=indicator,
+        inflation=auto.factor,
+        df=df,
+        tied=tied,
+        tick=tick,
+        others=others,
+    )
+
+
+def _with_runs(
+    s: _Side, x: FloatArray, runs: IntArray | None, p: float, confidence: float
+) -> _Side:
+    """A side of several runs (clusters): its percentile's variance gains the variance between
+    runs of the same configuration, which the spread inside one run does not show. Per run,
+    the percentile and its standard error; the between-run variance tau^2 is what the runs'
+    percentiles vary beyond their own errors (method of moments, clipped at 0), and the pooled
+    percentile carries tau^2 * sum(share_r^2). Its degrees of freedom are the runs' minus one,
+    combined with the side's by Welch-Satterthwaite. One run, or a run too short for its own
+    interval: the side as it is."""
+    if runs is None:
+        return s
+    labels, index = np.unique(runs, return_inverse=True)
+    groups = [x[index == i] for i in range(labels.size)]
+    if len(groups) < 2 or min(g.size for g in groups) < needed_for_interval(p, confidence):
+        return s
+    sides = [_side(g, p, confidence) for g in groups]
+    values = np.array([r.value for r in sides])
+    within = float(np.mean([r.se * r.se for r in sides]))
+    tau2 = max(float(values.var(ddof=1)) - within, 0.0)
+    shares = np.array([g.size for g in groups], dtype=np.float64) / x.size
+    between = tau2 * float(shares @ shares)
+    if between == 0.0:
+        return s
+    v = s.se * s.se
+    df = (v + between) ** 2 / (v * v / s.df + between * between / (len(groups) - 1))
+    return replace(
+        s,
+        down=math.sqrt(s.down**2 + between),
+        up=math.sqrt(s.up**2 + between),
+        se=math.sqrt(v + between),
+        df=df,
+    )
+
+
+def interval(x: FloatArray, p: float, confidence: float) -> tuple[float, float] | None:
+    """The run's own interval for its p-th percentile (the same standard errors, below and
+    above, and Student-t reference as a comparison's), or None with too few values for one."""
+    if x.size < needed_for_interval(p, confidence):
+        return None
+    s = _side(x, p, confidence)
+    tc = t_quantile((1.0 + confidence) / 2.0, s.df)
+    return (s.value - s.bias - tc * s.down, s.value - s.bias + tc * s.up)
+
+
+def _tied(x: FloatArray, low: float, high: float, ranks: int) -> tuple[bool, float]:
+    """Quantised data (whole milliseconds, a coarse clock): far fewer distinct values than
+    ranks in the band. There the slope of the band says nothing about how far the percentile
+    can jump (a whole step), and the interval method would flag noise. Also the step: the
+    smallest gap between distinct values in the band, or next to it when the band is one value."""
+    band = np.sort(x[(x >= low) & (x <= high)])
+    # distinct values counted from the sorted band (np.unique would import numpy.ma: 7 ms)
+    steps = np.diff(band)
+    distinct = int(np.count_nonzero(steps)) + min(len(band), 1)
+    if distinct * 2 >= ranks:
+        return False, 0.0
+    if distinct > 1:
+        return True, float(steps[steps > 0].min())
+    below, above = x[x < low], x[x > high]
+    gaps = [low - float(below.max())] if below.size else []
+    gaps += [float(above.min()) - high] if above.size else []
+    return True, min(gaps, default=0.0)
+
+
+def _exceedance_z(base: FloatArray, head: FloatArray, p: float, inflation: float) -> float:
+    """Did the tail move? Each request scores 1 above the pooled p-th percentile q, 1/2 at it
+    (ties split, as mid-ranks do) and 0 below; z of head's mean score against base's. Valid with
+    ties: under no change the two samples are exchangeable and q depends only on the pool."""
+    pool = np.concatenate([base, head])
+    # the pool is a copy of our own: select in place (pooled ITL: no second 100 MB copy)
+    q = percentile(pool, p, in_place=True)
+
+    def score(x: FloatArray) -> float:
+        return float(np.count_nonzero(x > q) + 0.5 * np.count_nonzero(x == q))
+
+    nb, nh = base.size, head.size
+    mean = (score(base) + score(head)) / (nb + nh)
+    second = (np.count_nonzero(pool > q) + 0.25 * np.count_nonzero(pool == q)) / (nb + nh)
+    var = (second - mean * mean) * (1.0 / nb + 1.0 / nh) * inflation
+    return 0.0 if var <= 0.0 else (score(head) / nh - score(base) / nb) / math.sqrt(var)
+
+
+def _above_base_z(b: _Side, h: _Side, head: FloatArray, p: float) -> float:
+    """The quantile test: z of the share of head requests above base's p-th percentile (1/2 at
+    it) against 1 - p. Its variance adds head's sampling and base's percentile's, each times its
+    run's autocorrelation factor: q(1 - q) (f_h / n_h + f_b / n_b)."""
+    q = p / 100.0
+    nh, nb = head.size, b.indicator.size
+    above = np.count_nonzero(head > b.value) + 0.5 * np.count_nonzero(head == b.value)
+    var = (h.inflation / nh + b.inflation / nb) / 4.0
+    return (math.asin(math.sqrt(above / nh)) - math.asin(math.sqrt(1.0 - q))) / math.sqrt(var)
+
+
+def two_proportion_p(
+    *, above_base: float, n_base: float, above_head: float, n_head: float
+) -> float | None:
+    """Two-sided p-value of the pooled two-proportion z-test: is the share of head requests
+    above a bound different from base's? None when the pooled share is 0 or 1 (no variance)."""
+    pooled = (above_base + above_head) / (n_base + n_head)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / n_base + 1 / n_head))
+    if se == 0:
+        return None
+    z = (above_head / n_head - above_base / n_base) / se
+    return 2 * (1 - normal_cdf(abs(z)))
+
+
+def _paired_rho(b: _Side, h: _Side, pairs: tuple[IntArray, IntArray]) -> float:
+    """Correlation of the two percentile estimates from the paired requests, clipped to [0, 1).
+
+    The phi coefficient of the indicators over the pairs, scaled by m / sqrt(n_b n_h) for m pairs
+    (equal to the phi coefficient when every request is paired).
+    """
+    ib, ih = pairs
+    m = len(ib)
+    if m < 2:
+        return 0.0
+    xb = b.indicator[ib].astype(np.float64)
+    xh = h.indicator[ih].astype(np.float64)
+    sb, sh = float(xb.std()), float(xh.std())
+    if sb == 0.0 or sh == 0.0:
+        return 0.0
+    phi = float(((xb - xb.mean()) * (xh - xh.mean())).mean()) / (sb * sh)
+    rho = phi * m / math.sqrt(b.indicator.size * h.indicator.size)
+    return min(max(rho, 0.0), 0.999)
+
+
+def _autocorr_note(b: _Side, h: _Side) -> str | None:
+    parts = [
+        f"effective n {round(s.indicator.size / s.inflation)} of {s.indicator.size} ({name})"
+        for name, s in (("base", b), ("head", h))
+        if s.inflation > 1.0
+    ]
+    return "autocorrelated in arrival order: " + ", ".join(parts) if parts else None
+
+
+def compare_percentile(
+    base: FloatArray,
+    head: FloatArray,
+    p: float,
+    confidence: float,
+    *,
+    family_size: int = 1,
+    pairs: tuple[IntArray, IntArray] | None = None,
+    also: Sequence[float] = (),
+    min_change: float = 0.0,
+    min_ms: float = 0.0,
+    base_runs: IntArray | None = None,
+    head_runs: IntArray | None = None,
+) -> Change:
+    """Compare the p-th percentile of head with base.
+
+    `base` / `head`: per-request values in arrival order, no NaN. `pairs`: index arrays (ib, ih)
+    with base[ib[k]] and head[ih[k]] the same request (paired analysis). `family_size`,
+    `min_change`, `min_ms`: the rows tested in the report and the size rules of `decide`, used
+    only for the minimum detectable effect. `base_runs` / `head_runs`: the run of each request
+    when a side is several runs of the same configuration (see `_with_runs`).
+    """
+    if not 0.0 < p < 100.0:
+        raise ValueError(f"percentile must be in (0, 100), got {p}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    base = np.asarray(base, dtype=np.float64)
+    head = np.asarray(head, dtype=np.float64)
+    paired = pairs is not None
+    need = needed_for_interval(p, confidence)
+    if base.size == 0 or head.size == 0:
+        return _no_requests(needed=need, paired=paired)
+    if min(base.size, head.size) < need:
+        return _too_few(base, head, p, also=also, needed=need, paired=paired)
+
+    sb = _with_runs(_side(base, p, confidence, also), base, base_runs, p, confidence)
+    sh = _with_runs(_side(head, p, confidence, also), head, head_runs, p, confidence)
+    test = _test(sb, sh, base, head, p, confidence=confidence, pairs=pairs)
+    mde = _mde_pct(sb.value, test.spread, 1.0 - confidence, family_size, min_change, min_ms)
+    return Change(
+        base=sb.value,
+        head=sh.value,
+        delta=test.delta,
+        delta_pct=_pct(test.delta, sb.value),
+        ci=test.ci,
+        p_value=test.p_value,
+        mde_pct=mde,
+        needed=None,
+        paired=paired,
+        note=test.note,
+        others=tuple(zip(sb.others, sh.others, strict=True)),
+    )
+
+
+def _no_requests(*, needed: int, paired: bool) -> Change:
+    """No values on a side: nothing to compare."""
+    nan = math.nan
+    return Change(
+        base=nan,
+        head=nan,
+        delta=nan,
+        delta_pct=None,
+        ci=None,
+        p_value=None,
+        mde_pct=None,
+        needed=needed,
+        paired=paired,
+        note="no requests",
+    )
+
+
+def _too_few(
+    base: FloatArray,
+    head: FloatArray,
+    p: float,
+    *,
+    also: Sequence[float],
+    needed: int,
+    paired: bool,
+) -> Change:
+    """The percentiles of both sides, without an interval: fewer requests than `needed`."""
+    (vb, *ob), (vh, *oh) = percentiles(base, [p, *also]), percentiles(head, [p, *also])
+    note = (
+        f"too few requests for an interval at {numbers.percentile(p)}: "
+        f"{base.size} base, {head.size} head, {needed} needed per side"
+    )
+    delta = vh - vb
+    return Change(
+        base=vb,
+        head=vh,
+        delta=delta,
+        delta_pct=_pct(delta, vb),
+        ci=None,
+        p_value=None,
+        mde_pct=None,
+        needed=needed,
+        paired=paired,
+        note=note,
+        others=tuple(zip(ob, oh, strict=True)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Spread:
+    """The standard error of head - base in one direction, with its degrees of freedom, and
+    head's part of it (which grows with head under a change)."""
+
+    se: float
+    df: float
+    head_se: float
+
+
+def _spread(base_se: float, head_se: float, sb: _Side, sh: _Side, rho: float) -> _Spread:
+    var = base_se**2 + head_se**2 - 2.0 * rho * base_se * head_se
+    # Student-t reference: the sparsity estimate and an autocorrelation factor are estimates
+    df = welch_df(base_se**2, sb.df, head_se**2, sh.df)
+    return _Spread(math.sqrt(max(var, 0.0)), df, head_se)
+
+
+@dataclass(frozen=True, slots=True)
+class _Test:
+    """The test of one change: its interval, p-value and the standard error behind them (the
+    one a regression is measured against, which the minimum detectable effect reads)."""
+
+    delta: float
+    spread: _Spread
+    ci: tuple[float, float]
+    p_value: float
+    note: str | None
+
+
+def _test(
+    sb: _Side,
+    sh: _Side,
+    base: FloatArray,
+    head: FloatArray,
+    p: float,
+    *,
+    confidence: float,
+    pairs: tuple[IntArray, IntArray] | None,
+) -> _Test:
+    """Interval and p-value of head's percentile minus base's, from one model: each side's
+    standard error below and above its percentile (less their correlation when paired). The
+    interval's lower end combines base's upward and head's downward error (how much smaller
+    the change may be), the upper end the other two; the p-value is taken against the end that
+    faces 0, so it is below 1 - confidence exactly when the interval excludes 0. By exceedance
+    when values repeat."""
+    delta = sh.value - sb.value
+    rho = _paired_rho(sb, sh, pairs) if pairs is not None else 0.0
+    lower = _spread(sb.up, sh.down, sb, sh, rho)  # how far below delta the change may be
+    upper = _spread(sb.down, sh.up, sb, sh, rho)
+    # the interval is of the change of the true percentiles: each estimate less its bias
+    center = delta - (sh.bias - sb.bias)
+    toward_zero = lower if center >= 0.0 else upper
+    if sb.tied or sh.tied:
+        return _tied_test(sb, sh, base, head, p, confidence=confidence, rho=rho)
+    note = _autocorr_note(sb, sh)
+    tl = t_quantile((1.0 + confidence) / 2.0, lower.df)
+    tu = t_quantile((1.0 + confidence) / 2.0, upper.df)
+    ci = (center - tl * lower.se, center + tu * upper.se)
+    if toward_zero.se > 0.0:
+        p_value = _p_value(sb, sh, head, p, delta=center, spread=toward_zero)
+    else:  # every value in both bands tied: the distribution-free intervals are single points
+        p_value = 1.0 if delta == 0.0 else 0.0
+        note = "tied values around the percentile: interval of zero width"
+    return _Test(delta=delta, spread=lower, ci=ci, p_value=p_value, note=note)
+
+
+def _tied_test(
+    sb: _Side,
+    sh: _Side,
+    base: FloatArray,
+    head: FloatArray,
+    p: float,
+    *,
+    confidence: float,
+    rho: float,
+) -> _Test:
+    """Quantised values: test the tail by exceedance, and size the interval from that test
+    (symmetric: whole ticks either way, not a slope)."""
+    delta = sh.value - sb.value
+    band = _spread(sb.se, sh.se, sb, sh, rho)
+    tc = t_quantile((1.0 + confidence) / 2.0, band.df)
+    z = _exceedance_z(base, head, p, max(sb.inflation, sh.inflation))
+    agree = z * delta > 0.0
+    p_value = t_two_sided_p(z, band.df) if agree else 1.0
+    if agree:  # the interval the test implies: it excludes 0 exactly when p < 1 - confidence
+        se = abs(delta) / abs(z)
+        half = tc * se
+    else:  # the interval must reach 0, and the percentile can move a whole tick
+        half = max(tc * band.se, abs(delta), sb.tick, sh.tick)
+        se = half / tc
+    return _Test(
+        delta=delta,
+        spread=_Spread(se, band.df, sh.se),
+        ci=(delta - half, delta + half),
+        p_value=p_value,
+        note="values repeat around the percentile (quantised): tested by exceedance",
+    )
+
+
+def _p_value(
+    sb: _Side, sh: _Side, head: FloatArray, p: float, *, delta: float, spread: _Spread
+) -> float:
+    """Two-sided p-value of the change from its standard error toward 0; with autocorrelation
+    also the quantile test's, the smaller doubled (`decide` still asks the interval)."""
+    df = spread.df
+    p_value = t_two_sided_p(delta / spread.se, df)
+    if sb.inflation > 1.0 or sh.inflation > 1.0:
+        # A burst of slow requests can make a run's whole tail one event: se says so, and
+        # the interval is wide. Whether the tail moved is also asked of every head request
+        # (the quantile test); the smaller p-value, doubled (Bonferroni), keeps the level.
+        z = _above_base_z(sb, sh, head, p)
+        p_tail = t_two_sided_p(z, df) if z * delta > 0.0 else 1.0
+        p_value = min(1.0, 2.0 * min(p_value, p_tail))
+    return p_value
+
+
+def _mde_pct(
+    base_value: float,
+    spread: _Spread,
+    alpha: float,
+    family_size: int,
+    min_change: float,
+    min_ms: float,
+) -> float | None:
+    """The smallest relative change flagged with MDE_POWER chance, every rule of `decide`
+    included: at least max(min_change * base, min_ms), and significant at Holm's strictest level
+    alpha / family_size. A change d of the percentile is flagged about when the estimate lands
+    at or above max(size rule, t_crit * se): d = max(size rule, t_crit * se) + t_power * se.
+    Under a change, head's standard error scales with it (latency grows in proportion), so se is
+    taken at the detectable change itself (a fixed point, a few steps)."""
+    se, df = spread.se, spread.df
+    if base_value == 0.0 or se <= 0.0:
+        return None
+    base = abs(base_value)
+    t_crit = t_quantile(1.0 - alpha / (2.0 * max(family_size, 1)), df)
+    t_power = t_quantile(MDE_POWER, df)
+    size = max(min_change * base, min_ms)
+    head_se = spread.head_se
+    rest = max(se * se - head_se * head_se, 0.0)  # what does not scale with head (base, pairing)
+    d = 0.0
+    for _ in range(6):
+        s = math.sqrt(rest + (head_se * (1.0 + d / base)) ** 2)
+        d = max(size, t_crit * s) + t_power * s
+    return 100.0 * d / base
+
+
+def _pct(delta: float, base: float) -> float | None:
+    return None if base == 0.0 else 100.0 * delta / base

@@ -1,0 +1,218 @@
+"""How a user's own table is read, through the commands: `inspect` shows the reading, the JSON
+report's `inputs` carries it, a class column splits the table, failures are said in `check`
+and `compare` alike. Truths computed with numpy from the tables written here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from budgetdiff.cli import main
+
+BUDGET = "version: 1\npercentile: 95\nslo: {ttft: 1000, total: 6500}\n"
+
+
+def _files(tmp_path: Path, table: str, budget: str = BUDGET) -> tuple[Path, Path]:
+    t = tmp_path / "results.csv"
+    t.write_text(table)
+    b = tmp_path / "budget.yml"
+    b.write_text(budget)
+    return t, b
+
+
+def _table(seed: int, n: int = 200, *, header: str, row: str) -> tuple[str, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    v = {
+        "ttft": np.round(rng.lognormal(np.log(300), 0.4, n), 3),
+        "decode": np.round(rng.lognormal(np.log(3000), 0.3, n), 3),
+        "out": rng.integers(100, 400, n),
+        "cls": np.where(rng.random(n) < 0.5, "chat", "api"),
+        "status": np.where(rng.random(n) < 0.1, 503, 200),
+    }
+    v["total"] = np.round(v["ttft"] + v["decode"], 3)
+    lines = [header]
+    for i in range(n):
+        lines.append(row.format(**{k: a[i] for k, a in v.items()}, i=i))
+    return "\n".join(lines) + "\n", v
+
+
+def test_inspect_prints_every_column_its_unit_and_the_first_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, v = _table(1, header="", row="")
+    header = "Request ID,TTFT (ms),Total Latency [s],completion_tokens,status,gpu_time_ms,model"
+    rows = [
+        f"r{i},{v['ttft'][i]},{v['total'][i] / 1000},{v['out'][i]},{v['status'][i]},1.5,m"
+        for i in range(len(v["ttft"]))
+    ]
+    t, _ = _files(tmp_path, "\n".join([header, *rows]) + "\n")
+    code = main(["inspect", str(t)], {})
+    out = capsys.readouterr().out
+    assert code == 0
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    assert "ttft" in lines["TTFT"] and "header bracket" in lines["TTFT"]
+    assert "total" in lines["Total"] and " s " in lines["Total"]
+    assert "output_tokens" in lines["completion_tokens"]
+    assert "failure" in lines["status"] and "status" in lines["status"]
+    assert "looks like a latency" in lines["gpu_time_ms"]
+    assert "not used" in lines["model"]
+    failed = int((v["status"] != 200).sum())
+    assert f"rows: {len(v['ttft'])} · failed: {failed}" in out
+    assert "first rows as read (ms):" in out
+    first = next(line for line in out.splitlines() if line.split()[:1] == ["1"])
+    assert first.split()[1:3] == [f"{v['ttft'][0]:,.0f}", f"{v['total'][0]:,.0f}"]
+
+
+def test_inspect_says_a_units_doubt_and_a_refused_unit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text, v = _table(2, header="ttft_ms,total_ms,output_tokens", row="{ttft},{total},{out}")
+    seconds = "ttft_ms,total_ms,output_tokens\n" + "".join(
+        f"{a / 1000},{b / 1000},{c}\n"
+        for a, b, c in zip(v["ttft"], v["total"], v["out"], strict=True)
+    )
+    t, b = _files(tmp_path, seconds)
+    assert main(["inspect", str(t)], {}) == 0
+    out = capsys.readouterr().out
+    assert "units (fails the check)" in out and "looks like seconds" in out
+    budget = BUDGET + "slices:\n  first: {budget: 900, column: ttft_ms, unit: s}\n"
+    t, b = _files(tmp_path, text, budget)
+    assert main(["inspect", str(t), "--budget", str(b)], {}) == 2
+    err = capsys.readouterr().err
+    assert "`unit: s`" in err and "contradicts the suffix" in err and err.count("\n") == 1
+
+
+def test_the_json_report_carries_the_reading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text, _ = _table(3, header="id,e2e_ms,ttft,queued_ms", row="r{i},{total},{ttft},1")
+    t, b = _files(tmp_path, text)
+    main(["check", "--head", str(t), "--budget", str(b), "--output", "json"], {})
+    columns = json.loads(capsys.readouterr().out)["inputs"]["head"]["columns"]
+    assert columns == [
+        {"column": "id", "role": "id", "target": "request_id", "unit": None, "unit_from": None,
+         "note": None},
+        {"column": "e2e_ms", "role": "metric", "target": "total", "unit": "ms",
+         "unit_from": "suffix", "note": None},
+        {"column": "ttft", "role": "metric", "target": "ttft", "unit": "ms",
+         "unit_from": "guessed", "note": None},
+        {"column": "queued_ms", "role": "slice", "target": "queue", "unit": "ms",
+         "unit_from": "suffix", "note": None},
+    ]  # fmt: skip
+
+
+def test_a_class_column_is_one_scenario_per_class_in_compare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    header, row = "traffic_class,ttft_ms,total_ms", "{cls},{ttft},{total}"
+    base, vb = _table(4, header=header, row=row)
+    head, vh = _table(5, header=header, row=row)
+    (tmp_path / "base.csv").write_text(base)
+    t, b = _files(tmp_path, head)
+    argv = ["compare", "--base", str(tmp_path / "base.csv"), "--head", str(t)]
+    main([*argv, "--budget", str(b), "--output", "json"], {})
+    report = json.loads(capsys.readouterr().out)
+    by_name = {s["name"]: s for s in report["scenarios"]}
+    assert set(by_name) == {"chat", "api"}
+    for name, s in by_name.items():
+        rows = {r["metric"]: r for r in s["slo"]}
+        for side, v in (("base_ms", vb), ("head_ms", vh)):
+            want = float(np.percentile(v["total"][v["cls"] == name], 95))
+            assert rows["total"][side] == pytest.approx(want, abs=1e-3)
+        assert s["requests"] == {
+            "base": int((vb["cls"] == name).sum()),
+            "head": int((vh["cls"] == name).sum()),
+        }
+
+
+def test_class_names_from_the_file_are_cut_and_too_many_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long = "x" * 500
+    text = "class,ttft_ms,total_ms\n" + "".join(f"{long},100,2000\nb,100,2000\n" for _ in range(5))
+    t, b = _files(tmp_path, text)
+    main(["check", "--head", str(t), "--budget", str(b), "--output", "json"], {})
+    names = [s["name"] for s in json.loads(capsys.readouterr().out)["scenarios"]]
+    assert names[1] == "b" and len(names[0]) <= 60 and names[0].startswith("xxx")
+    many = "workload,ttft_ms,total_ms\n" + "".join(f"w{i},100,2000\n" for i in range(150))
+    t, b = _files(tmp_path, many)
+    assert main(["check", "--head", str(t), "--budget", str(b)], {}) == 2
+    assert "150 different values" in capsys.readouterr().err
+
+
+def test_status_failures_are_said_in_check_and_compare_alike(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Fast 503s are failures, not fast requests: out of the percentiles, counted in both."""
+    header, row = "ttft_ms,total_ms,status_code", "{ttft},{total},{status}"
+    text, v = _table(6, header=header, row=row)
+    t, b = _files(tmp_path, text)
+    main(["check", "--head", str(t), "--budget", str(b), "--output", "json"], {})
+    checked = json.loads(capsys.readouterr().out)
+    failed = int((v["status"] != 200).sum())
+    assert checked["failed"]["head"] == failed
+    ok = v["status"] == 200
+    total = {r["metric"]: r["head_ms"] for r in checked["slo"]}["total"]
+    assert total == pytest.approx(float(np.percentile(v["total"][ok], 95)), abs=1e-3)
+    assert [f["kind"] for f in checked["findings"] if f["subject"] == "requests"] == ["failures"]
+    (tmp_path / "base.csv").write_text(text)
+    main(["compare", "--base", str(tmp_path / "base.csv"), "--head", str(t), "--budget", str(b),
+          "--output", "json"], {})  # fmt: skip
+    compared = json.loads(capsys.readouterr().out)
+    assert compared["failed"] == {"base": failed, "head": failed}
+    assert "failures" in [f["kind"] for f in compared["findings"]]
+
+
+def test_a_class_named_like_a_statistic_is_a_class_not_a_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = "workload,ttft_ms,total_ms\n" + "".join(
+        f"{'all' if i % 2 else 'chat'},{100 + i},{2000 + i}\n" for i in range(100)
+    )
+    t, b = _files(tmp_path, text)
+    main(["check", "--head", str(t), "--budget", str(b), "--output", "json"], {})
+    report = json.loads(capsys.readouterr().out)
+    assert {s["name"]: s["requests"]["head"] for s in report["scenarios"]} == {
+        "chat": 50,
+        "all": 50,
+    }
+    assert not [f for f in report["findings"] if f["kind"] == "impossible"]
+
+
+def _doubts(header: str, rows: list[str]) -> list[tuple[str, str]]:
+    from budgetdiff.formats import native
+    from budgetdiff.formats.options import ReadOptions
+
+    data = ("\n".join([header, *rows]) + "\n").encode()
+    (run,) = native.read(data, "t.csv", ReadOptions())
+    return [(d.kind, d.subject) for d in run.doubts]
+
+
+@pytest.mark.parametrize(
+    ("header", "row"),
+    [
+        ("queue_ms,prefill_ms,decode_ms", "{a},{b},{c}"),  # tiny parts beside a long decode
+        ("network_ms,total_ms", "{a},{c}"),  # a small slice beside the whole
+        ("ttft_ms,total_ms,output_tokens", "{b}00,{c}00,30000"),  # a ten-minute reasoning answer
+        ("ttft_s,total_s", "0.{b},{a}.{b}"),  # seconds said in the name
+    ],
+)
+def test_plausible_tables_have_no_units_doubt(header: str, row: str) -> None:
+    rng = np.random.default_rng(9)
+    rows = [
+        row.format(
+            a=int(rng.integers(1, 3)), b=int(rng.integers(2, 9)), c=int(rng.integers(4000, 6000))
+        )
+        for _ in range(50)
+    ]
+    assert _doubts(header, rows) == []
+
+
+def test_one_slice_in_another_unit_is_a_units_doubt() -> None:
+    rows = [f"{40 + i},{300 + i},{5.2 + i / 100}" for i in range(50)]  # decode in seconds...
+    assert _doubts("queue_ms,prefill_ms,decode_ms", rows) == []  # ...too small to tell alone
+    rows = [f"{40 + i},{300 + i},{5200000 + i}" for i in range(50)]  # ms in a seconds column
+    assert _doubts("queue_ms,prefill_ms,decode_s", rows) == [("units", "decode_s")]
