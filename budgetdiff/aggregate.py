@@ -14,7 +14,7 @@ from budgetdiff.budget import Budget
 from budgetdiff.errors import InputError
 from budgetdiff.prepare import Prepared
 from budgetdiff.results import METRIC_LABELS, Change, Comparison, Row, RowKind, Side
-from budgetdiff.rows import PER_TOKEN, against_target, decide_rows, prepared_side
+from budgetdiff.rows import PER_TOKEN, Standing, against_target, decide_rows, prepared_side
 from budgetdiff.table import KNOWN_SLICES, Histogram, Run, histogram_quantile
 
 NO_INTERVAL = "summary input: no per-request data, so no interval; the change is not judged"
@@ -127,7 +127,9 @@ def _row(
 ) -> Row:
     b, h = x.base, x.head
     target = budget.slo.targets().get(x.name) if x.kind == "slo" else budget.slice_budget(x.name)
-    standing = against_target(x.kind, target, h.ms, budget.headroom)
+    straddled = _straddled(x, target)
+    # a bucket that holds the target cannot tell pass from breach: no status (judge: unmeasured)
+    standing = Standing() if straddled else against_target(x.kind, target, h.ms, budget.headroom)
     notes = (b.note if b else None, h.note, change.note if change else None)
     base_source, head_source = sources
     absent = tuple(
@@ -153,7 +155,18 @@ def _row(
         over_budget=standing.over_budget,
         unmeasured=absent,
         coarse_buckets=x.coarse,
+        target_in_bucket=straddled,
     )
+
+
+def _straddled(x: _Pair, target: float | None) -> tuple[float, float] | None:
+    """The head's bucket (lo, hi] of an SLO row when the target lies strictly inside it: the
+    true percentile may be on either side of the target, whatever the interpolation says. (A
+    target on a bound is decided: at most `hi` is within it, above `lo` is over it.)"""
+    if x.kind != "slo" or target is None or x.head.bucket is None:
+        return None
+    lo, hi = x.head.bucket
+    return (lo, hi) if lo < target < hi else None
 
 
 def _change(x: _Pair, p: float, confidence: float) -> stats.Change | None:
