@@ -51,16 +51,25 @@ def build(environ: Mapping[str, str]) -> tuple[RunOptions, dict[str, str]]:
     if token:
         env["GITHUB_TOKEN"] = token
     o = from_action(environ)  # the id is checked before it names anything on disk
-    if not o.head:
+    _live_inputs(environ)
+    if not o.head and not o.prometheus:
         raise UsageError(
             "input `head` is required: the results file(s) of this commit, e.g. "
-            "`head: results/head.csv`"
+            "`head: results/head.csv` (or `prometheus-url` for the deploy gate)"
         )
     context = GitHubContext.from_environ(env)
     results_artifact = _input(environ, "results-artifact")
     if results_artifact:
         o = _from_results_artifact(o, results_artifact, context)
     return _with_history(o, environ, context, env), env
+
+
+def _live_inputs(environ: Mapping[str, str]) -> None:
+    """Issue 27: `base-match`, `head-match` and `window` say nothing without `prometheus-url`
+    (named as inputs here; the compare names the same mistakes as flags)."""
+    given = [n for n in ("base-match", "head-match", "window") if _input(environ, n)]
+    if given and not _input(environ, "prometheus-url"):
+        raise UsageError(f"input `{given[0]}` goes with `prometheus-url` (docs/deploy-gate.md)")
 
 
 def _from_results_artifact(o: RunOptions, name: str, context: GitHubContext) -> RunOptions:
@@ -170,7 +179,8 @@ def record(environ: Mapping[str, str], env: Mapping[str, str], code: int) -> Non
 def _head_alone(o: RunOptions) -> bool:
     """No base of any kind was given: a check of head (the SLOs and slice budgets, and the
     history's drift), as `budgetdiff check` does; a base given but missing stays `no_base`."""
-    return not (o.base or o.base_artifact or o.base_ref or o.allow_missing_base)
+    given = (o.base, o.base_artifact, o.base_ref, o.allow_missing_base, o.base_match, o.base_at)
+    return not any(given)
 
 
 def main(environ: Mapping[str, str] | None = None) -> int:

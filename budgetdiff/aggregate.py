@@ -14,7 +14,7 @@ from budgetdiff.budget import Budget
 from budgetdiff.errors import InputError
 from budgetdiff.prepare import Prepared
 from budgetdiff.results import METRIC_LABELS, Change, Comparison, Row, RowKind, Side
-from budgetdiff.rows import PER_TOKEN, against_target, decide_rows, prepared_side
+from budgetdiff.rows import PER_TOKEN, Standing, against_target, decide_rows, prepared_side
 from budgetdiff.table import KNOWN_SLICES, Histogram, Run, histogram_quantile
 
 NO_INTERVAL = "summary input: no per-request data, so no interval; the change is not judged"
@@ -72,7 +72,7 @@ def compare_aggregate(
         )
         for kind, name in _row_names(base, head, budget)
     ]
-    changes = [_change(x, p) for x in pairs]
+    changes = [_change(x, p, budget.regression.confidence) for x in pairs]
     # a row named like a per-token metric holds the tool's per-token values: no floor in ms
     floors = [0.0 if x.name in PER_TOKEN else budget.regression.min_ms for x in pairs]
     verdicts = decide_rows(changes, floors_ms=floors, regression=budget.regression)
@@ -127,7 +127,9 @@ def _row(
 ) -> Row:
     b, h = x.base, x.head
     target = budget.slo.targets().get(x.name) if x.kind == "slo" else budget.slice_budget(x.name)
-    standing = against_target(x.kind, target, h.ms, budget.headroom)
+    straddled = _straddled(x, target)
+    # a bucket that holds the target cannot tell pass from breach: no status (judge: unmeasured)
+    standing = Standing() if straddled else against_target(x.kind, target, h.ms, budget.headroom)
     notes = (b.note if b else None, h.note, change.note if change else None)
     base_source, head_source = sources
     absent = tuple(
@@ -145,6 +147,7 @@ def _row(
         delta_pct=change.delta_pct if change else None,
         change=verdict if change is not None else (Change.INCONCLUSIVE if b is not None else None),
         p_value=change.p_value if change else None,
+        needed=(change.needed or None) if change else None,  # 0: no count would do
         notes=tuple(n for n in notes if n),
         headroom_pct=standing.headroom_pct,
         status=standing.status,
@@ -152,17 +155,29 @@ def _row(
         over_budget=standing.over_budget,
         unmeasured=absent,
         coarse_buckets=x.coarse,
+        target_in_bucket=straddled,
     )
 
 
-def _change(x: _Pair, p: float) -> stats.Change | None:
+def _straddled(x: _Pair, target: float | None) -> tuple[float, float] | None:
+    """The head's bucket (lo, hi] of an SLO row when the target lies strictly inside it: the
+    true percentile may be on either side of the target, whatever the interpolation says. (A
+    target on a bound is decided: at most `hi` is within it, above `lo` is over it.)"""
+    if x.kind != "slo" or target is None or x.head.bucket is None:
+        return None
+    lo, hi = x.head.bucket
+    return (lo, hi) if lo < target < hi else None
+
+
+def _change(x: _Pair, p: float, confidence: float) -> stats.Change | None:
     """The change between the two values, tested on the bucket counts where both are from
-    histograms in different buckets; None without a base or a value on either side."""
+    histograms in different buckets and hold enough requests; None without a base or a value
+    on either side."""
     b, h = x.base, x.head
     if b is None or b.ms is None or h.ms is None:
         return None
     delta = h.ms - b.ms
-    p_value, note = None, NO_INTERVAL
+    p_value, note, needed = None, NO_INTERVAL, 0
     if x.same_bucket:
         assert b.bucket is not None
         lo, hi = b.bucket
@@ -171,7 +186,15 @@ def _change(x: _Pair, p: float) -> stats.Change | None:
             "ms: the buckets are too coarse to tell"
         )
     elif b.histogram is not None and h.histogram is not None and b.bucket and h.bucket:
-        p_value, note = _exceedance(b, h, p)
+        needed = _too_few(b.histogram, h.histogram, p, confidence)
+        if needed:
+            note = (
+                f"too few requests in the histograms for {numbers.percentile(p)}: "
+                f"{_requests(b.histogram)} base, {_requests(h.histogram)} head; needs at least "
+                f"{numbers.count(needed)} per side"
+            )
+        else:
+            p_value, note = _exceedance(b, h, p)
     return stats.Change(
         base=b.ms,
         head=h.ms,
@@ -180,10 +203,22 @@ def _change(x: _Pair, p: float) -> stats.Change | None:
         ci=None,
         p_value=p_value,
         mde_pct=None,
-        needed=None if p_value is not None else 0,
+        needed=None if p_value is not None else needed,
         paired=False,
         note=note,
     )
+
+
+def _too_few(b: Histogram, h: Histogram, p: float, confidence: float) -> int:
+    """The requests a side needs for the change at `p` to be tested (the fewest that place a
+    percentile at all, `stats.needed_for_interval`), when either side has fewer; else 0."""
+    need = stats.needed_for_interval(p, confidence)
+    fewest = min(float(np.sum(b.counts)), float(np.sum(h.counts)))
+    return need if fewest < need else 0
+
+
+def _requests(h: Histogram) -> str:
+    return numbers.count(round(float(np.sum(h.counts))))
 
 
 def _exceedance(b: _Value, h: _Value, p: float) -> tuple[float | None, str]:

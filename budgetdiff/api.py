@@ -19,7 +19,7 @@ from budgetdiff import budget as budgets
 from budgetdiff import evaluate, options
 from budgetdiff.budget import Budget
 from budgetdiff.errors import BudgetError, InputError, UsageError
-from budgetdiff.evaluate import Base, Files, Request, Source, Tables, read_options
+from budgetdiff.evaluate import Base, Files, Live, Request, Source, Tables, read_options
 from budgetdiff.formats import detect
 from budgetdiff.report import Report
 from budgetdiff.table import Run
@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     import pandas
 
 PathLike: TypeAlias = "str | os.PathLike[str]"
-# one row per request in memory, or the file(s) of one run
+# one row per request in memory, the file(s) of one run, or a side of a live Prometheus
 Results: TypeAlias = (
-    "PathLike | Sequence[PathLike] | pandas.DataFrame | pa.Table | Mapping[str, Any]"
+    "PathLike | Sequence[PathLike] | pandas.DataFrame | pa.Table | Mapping[str, Any] | Live"
 )
 BudgetLike: TypeAlias = "PathLike | Mapping[str, Any] | Budget"
 
@@ -121,6 +121,35 @@ def _request(
     )
 
 
+def live(
+    url: str,
+    *,
+    base_match: str | None = None,
+    head_match: str | None = None,
+    window: str | None = None,
+    at: str | None = None,
+    base_at: str | None = None,
+    head_at: str | None = None,
+) -> tuple[Live | None, Live]:
+    """(base, head) read from a live Prometheus, as `--prometheus URL` reads them (issue 27):
+    pass them to `compare`, or the head alone to `check` (base None: neither `base_match` nor
+    `base_at` given). The arguments are the flags' (docs/deploy-gate.md); credentials come
+    from `compare`'s `environ` (PROMETHEUS_TOKEN, ...)."""
+    from budgetdiff.formats.prometheus_live import LiveQuery  # httpx only when live
+
+    query = LiveQuery.parse(
+        url,
+        base_match=base_match,
+        head_match=head_match,
+        window=window,
+        at=at,
+        base_at=base_at,
+        head_at=head_at,
+        compare=base_match is not None or base_at is not None,
+    )
+    return (Live(query, "base") if query.base else None), Live(query, "head")
+
+
 def load_budget(budget: BudgetLike) -> Budget:
     """A Budget from a file, YAML text, a dict or a Budget.
 
@@ -151,6 +180,8 @@ def _source(results: Results | None, side: str, budget: Budget, ref: str | None)
     memory, read here through the native reader."""
     if results is None:
         raise UsageError(f"{side}: None is not results; pass a file name or a table")
+    if isinstance(results, Live):
+        return results  # read by the orchestrator, from the server
     if isinstance(results, (str, os.PathLike)):
         return Files((os.fspath(results),), ref)
     if isinstance(results, (list, tuple)):

@@ -157,6 +157,21 @@ class TrafficClass(_Section):
     first_token_after: str | None = Field(default=None, description="in place of the top's")
 
 
+# A Prometheus metric name (the histogram family, without `_bucket`)
+_FAMILY = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
+Family = Annotated[str, Field(min_length=1, max_length=200, pattern=_FAMILY)]
+
+
+class Prometheus(_Section):
+    """What `--prometheus` reads besides vLLM's and SGLang's own histograms."""
+
+    metrics: dict[Name, Family] = Field(
+        default_factory=dict,
+        description="slice or SLO metric -> the histogram family (in seconds) that measures it: "
+        "`queue: my_queue_seconds`",
+    )
+
+
 class Budget(_Section):
     """budgetdiff's budget file (`budget.yml`)."""
 
@@ -182,6 +197,9 @@ class Budget(_Section):
         default_factory=dict,
         description="classes of traffic (scenarios) held to their own `slo`, `slices` and "
         "`first_token_after`: `chat: {slo: {ttft: 1000}}`",
+    )
+    prometheus: Prometheus = Field(
+        default_factory=Prometheus, description="for `--prometheus`: histogram families"
     )
 
     @model_validator(mode="after")
@@ -264,6 +282,14 @@ def _across_keys(budget: Budget) -> Iterator[tuple[Loc, str]]:
             yield (
                 ("regression", "metrics", str(i)),
                 (f"{row!r} is not a row of the report: name {rows}{did_you_mean(row, known)}"),
+            )
+
+    for row in budget.prometheus.metrics:
+        if row not in (*METRICS, *every, *KNOWN_SLICES):
+            yield (
+                ("prometheus", "metrics", row),
+                f"{row!r} is neither an SLO metric ({', '.join(METRICS)}) nor a slice "
+                f"({', '.join(slices)}){did_you_mean(row, known)}",
             )
 
 

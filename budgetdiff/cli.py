@@ -38,7 +38,8 @@ def main(
     sleep: Callable[[float], None] | None = None,
 ) -> int:
     """Run one command; its exit code. `transport` and `sleep` are the GitHub API client's
-    seams for tests (an httpx transport, and a stand-in for the waits between retries)."""
+    seams for tests (an httpx transport, and a stand-in for the waits between retries);
+    `sleep` stands in for a live Prometheus' waits too."""
     env = os.environ if environ is None else environ
 
     def run() -> int:
@@ -46,7 +47,8 @@ def main(
         github = None
         if parsed.github:  # the runner's environment, read once
             github = _context(env, transport, sleep)
-        return parsed.run(parsed.options, Edge(environ=env, out=sys.stdout, github=github))
+        edge = Edge(environ=env, out=sys.stdout, github=github, sleep=sleep)
+        return parsed.run(parsed.options, edge)
 
     return guarded(run)
 

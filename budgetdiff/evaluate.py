@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from budgetdiff import history, pairing, rebudget, rows, sources, whatif
 from budgetdiff.aggregate import compare_aggregate
@@ -36,6 +36,7 @@ from budgetdiff.rows import runs_match, slice_parts
 from budgetdiff.table import UNATTRIBUTED, Run
 
 if TYPE_CHECKING:
+    from budgetdiff.formats.prometheus_live import LiveQuery
     from budgetdiff.github import GitHubContext
 
 TREND_LINK_ENV = "BUDGETDIFF_TREND_LINK"  # where the comment links the trend page
@@ -59,7 +60,19 @@ class Tables:
     runs: tuple[Run, ...]
 
 
-Source: TypeAlias = Files | Tables
+@dataclass(frozen=True, slots=True)
+class Live:
+    """One side read from a live Prometheus (issue 27, `--prometheus URL`): `query` names the
+    server, the window, and each side's matchers and end (the families are the budget's, bound
+    when the side is read). `sleep` waits between retries (None: really wait; tests pass a
+    stand-in)."""
+
+    query: LiveQuery
+    side: Literal["base", "head"]
+    sleep: Callable[[float], None] | None = None
+
+
+Source: TypeAlias = Files | Tables | Live
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +159,7 @@ def _base_source(request: Request) -> tuple[Source | None, str]:
     if base.artifact:
         return _artifact_base(base, request)
     if not isinstance(base.source, Files) or not base.source.paths:
-        if isinstance(base.source, Tables):
+        if isinstance(base.source, (Tables, Live)):
             return base.source, ""
         raise UsageError(
             "compare needs --base FILE (or --base-artifact NAME with --github); "
@@ -265,9 +278,17 @@ class Reading:
     scenarios: Sequence[str] = ()
 
     def side(self, source: Source) -> Side:
-        """One side's runs: from its files (the work tree, or a commit), or as read already."""
+        """One side's runs: from its files (the work tree, or a commit), from a Prometheus, or
+        as read already."""
         if isinstance(source, Tables):
             return Side(self._wanted(list(source.runs), "the table"), ())
+        if isinstance(source, Live):
+            from budgetdiff.formats.prometheus_live import read_side  # httpx only when live
+
+            # the families the budget maps (`prometheus.metrics`), whoever built the query
+            query = replace(source.query, families=self.budget.prometheus.metrics)
+            run = read_side(query, source.side, self.environ, sleep=source.sleep)
+            return Side(self._wanted([run], source.query.url), ())
         options = read_options(self.budget)
         limit = sources.max_bytes(self.environ)
         per_file, sizes = [], []

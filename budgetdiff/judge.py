@@ -8,7 +8,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from budgetdiff.budget import Budget
-from budgetdiff.numbers import count, interval, ms, p_value, pct, percentile, setting_pct, signed_ms
+from budgetdiff.numbers import (
+    count,
+    given,
+    interval,
+    ms,
+    p_value,
+    pct,
+    percentile,
+    setting_pct,
+    signed_ms,
+)
 from budgetdiff.prepare import UNATTRIBUTED_MIN_MS, UNATTRIBUTED_MIN_SHARE
 from budgetdiff.results import (
     Acceptance,
@@ -347,7 +357,20 @@ def _unmeasured(c: Comparison, budget: Budget, served: bool) -> list[_Raw]:
                 "it is not checked"
             )
             out.append(_Raw(Kind.UNMEASURED, name, message))
+        elif r.target_in_bucket is not None:
+            out.append(_Raw(Kind.UNMEASURED, name, _in_bucket(r, c.percentile)))
     return out
+
+
+def _in_bucket(r: Row, p: float) -> str:
+    """An SLO target inside the bucket the head's percentile is interpolated in."""
+    assert r.target_in_bucket is not None
+    lo, hi = r.target_in_bucket
+    return (
+        f"{percentile(p)} {r.label} is in the bucket ({given(lo)}, {given(hi)}] ms, which holds "
+        f"its {ms(r.target_ms)} target: the buckets cannot tell a pass from a breach (the "
+        f"interpolated {ms(r.head_ms)} is a guess inside it); it is not checked"
+    )
 
 
 def _moved_by(c: Comparison, budget: Budget) -> dict[str, set[str]]:

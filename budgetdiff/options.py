@@ -106,6 +106,14 @@ class RunOptions:
     accept_label: str = "budgetdiff:accept"
     write: bool = False  # rebudget: update the budget file
     pair: bool | None = None  # compare: --pair True, --no-pair False, neither: where proven
+    # issue 27: `--prometheus URL` reads the sides from a live Prometheus
+    prometheus: str | None = None
+    base_match: str | None = None
+    head_match: str | None = None
+    window: str | None = None
+    at: str | None = None
+    base_at: str | None = None
+    head_at: str | None = None
 
 
 # ---- the Action's inputs --------------------------------------------------------------------
@@ -145,6 +153,10 @@ ACTION_INPUTS: Mapping[str, ActionInput] = {
     "accept-label": ActionInput("INPUT_ACCEPT_LABEL", "accept_label", empty_is_a_value=True),
     "history-branch": ActionInput("INPUT_HISTORY_BRANCH", None),
     "history-size": ActionInput("INPUT_HISTORY_SIZE", None),
+    "prometheus-url": ActionInput("INPUT_PROMETHEUS_URL", "prometheus"),
+    "base-match": ActionInput("INPUT_BASE_MATCH", "base_match"),
+    "head-match": ActionInput("INPUT_HEAD_MATCH", "head_match"),
+    "window": ActionInput("INPUT_WINDOW", "window"),
 }
 
 

@@ -191,15 +191,28 @@ def _no_base_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-missing-base", action="store_true", help=argparse.SUPPRESS)
 
 
-def _head_arguments(p: argparse.ArgumentParser) -> None:
+def _head_arguments(p: argparse.ArgumentParser, *, required: bool = True) -> None:
     p.add_argument(
         "--head",
         action="append",
-        required=True,
+        required=required,
         metavar="FILE",
         help="head results; repeat for a run in several files",
     )
     p.add_argument("--budget", default="budget.yml", metavar="FILE")
+
+
+def _live_arguments(p: argparse.ArgumentParser) -> None:
+    """compare and check: --head FILE, or the sides from a live Prometheus (issue 27)."""
+    _head_arguments(p, required=False)
+    g = p.add_argument_group("a live Prometheus instead of files (docs/deploy-gate.md)")
+    g.add_argument("--prometheus", metavar="URL", help="read the sides from this server")
+    g.add_argument("--base-match", metavar="{L=V}", help='base series, e.g. {version="stable"}')
+    g.add_argument("--head-match", metavar="{L=V}", help='head series, e.g. {version="canary"}')
+    g.add_argument("--window", metavar="DURATION", help="the range of increase() (default 30m)")
+    g.add_argument("--at", metavar="TIME", help="RFC 3339 or Unix seconds ending both windows")
+    g.add_argument("--base-at", metavar="TIME", help="end of the base's window (before)")
+    g.add_argument("--head-at", metavar="TIME", help="end of the head's window (after)")
 
 
 def _page_arguments(p: argparse.ArgumentParser) -> None:
@@ -314,14 +327,14 @@ COMMANDS = (
     Command(
         "compare",
         "base vs head against the budget: report, verdict, exit code",
-        (_base_arguments, _head_arguments, _page_arguments, *_REPORT),
+        (_base_arguments, _live_arguments, _page_arguments, *_REPORT),
         RunOptions,
         compare.run,
     ),
     Command(
         "check",
         "one run against the SLO and slice budgets, no base",
-        (_no_base_arguments, _head_arguments, _page_arguments, *_REPORT),
+        (_no_base_arguments, _live_arguments, _page_arguments, *_REPORT),
         RunOptions,
         check.run,
     ),

@@ -123,6 +123,9 @@ class Row:
     # from histograms: base and head fall in the same bucket, or the percentile is in the first
     # bucket, so the buckets are too coarse to tell a change (a note says which)
     coarse_buckets: bool = False
+    # from histograms: the head's percentile is interpolated inside this bucket (lo, hi] ms,
+    # which holds the SLO target, so pass and breach cannot be told (no status; `unmeasured`)
+    target_in_bucket: tuple[float, float] | None = None
 
     @property
     def label(self) -> str:

@@ -5,6 +5,7 @@ message."""
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from budgetdiff import action
 from budgetdiff.aggregate import compare_aggregate
 from budgetdiff.budget import parse_budget
 from budgetdiff.errors import UsageError
+from budgetdiff.judge import judge
 from budgetdiff.render.cells import change as change_cell
 from budgetdiff.table import Histogram, Run
 from tests.conftest import DEMO
@@ -441,3 +443,41 @@ def test_a_change_inside_one_bucket_is_inconclusive_because_the_buckets_are_too_
     (row,) = c.slo
     assert row.coarse_buckets is coarse
     assert change_cell(row).endswith(cell)
+
+
+def binned(values: np.ndarray) -> list[float]:
+    """Per-bucket counts of `values` in BOUNDS' buckets (lo, hi]."""
+    edges = np.concatenate(([0.0], BOUNDS))
+    return [float(np.sum((values > lo) & (values <= hi))) for lo, hi in pairwise(edges)]
+
+
+def test_an_slo_target_inside_the_percentiles_bucket_is_unmeasured_not_pass_or_breach() -> None:
+    """Two runs with the same buckets, one whose p95 is under the 80 ms target and one over it
+    (numpy's own p95 of the values): the buckets cannot tell them apart, so neither is a pass
+    nor a breach; the finding names the bucket and the target."""
+    fast = np.concatenate((np.full(900, 30.0), np.full(100, 55.0)))
+    slow = np.concatenate((np.full(900, 30.0), np.full(100, 95.0)))
+    assert np.quantile(fast, 0.95) < 80 < np.quantile(slow, 0.95)
+    assert binned(fast) == binned(slow) == [0, 0, 900, 100, 0]
+    budget = parse_budget("version: 1\nslo: {ttft: 80}\n", "b.yml")
+    c = compare_aggregate(None, scrape("head.prom", binned(fast)), budget)
+    (row,) = c.slo
+    assert row.status is None and row.headroom_pct is None
+    assert row.target_in_bucket == (50.0, 100.0)
+    findings, verdict = judge(c, budget, ["breach", "unmeasured"])
+    assert [(f.kind, f.subject) for f in findings] == [("unmeasured", "ttft")]
+    assert "(50, 100] ms" in findings[0].message and "80.0 ms target" in findings[0].message
+    assert verdict == "fail"  # fail_on names unmeasured here
+
+
+@pytest.mark.parametrize(
+    ("target", "status"),
+    [(100, "ok"), (50, "breach"), (40, "breach"), (200, "ok")],
+    ids=["on-upper-bound", "on-lower-bound", "below-bucket", "above-bucket"],
+)
+def test_a_target_on_or_outside_the_bucket_is_decided(target: int, status: str) -> None:
+    """p95 in (50, 100] ms: at most 100 is within a 100 ms target, above 50 is over 50."""
+    budget = parse_budget(f"version: 1\nslo: {{ttft: {target}}}\n", "b.yml")
+    (row,) = compare_aggregate(None, scrape("head.prom", [0, 0, 900, 100, 0]), budget).slo
+    assert row.target_in_bucket is None
+    assert row.status == status

@@ -8,8 +8,12 @@ from pathlib import Path
 from budgetdiff import evaluate
 from budgetdiff.budget import load_budget
 from budgetdiff.commands.output import Edge, finish, write_atomic
-from budgetdiff.evaluate import Base, Files, Request
+from budgetdiff.errors import UsageError
+from budgetdiff.evaluate import Base, Files, Live, Request, Source
 from budgetdiff.options import RunOptions
+
+# the options that go with --prometheus alone (the flag each is)
+LIVE_ONLY = ("base_match", "head_match", "window", "at", "base_at", "head_at")
 
 
 def run(o: RunOptions, edge: Edge) -> int:
@@ -18,16 +22,11 @@ def run(o: RunOptions, edge: Edge) -> int:
 
 def request(o: RunOptions, edge: Edge, *, compare: bool) -> Request:
     """The Request of a compare (with its base) or a check (without)."""
-    base = None
-    if compare:
-        base = Base(
-            source=Files(o.base, None if o.base_artifact else o.base_ref),
-            artifact=o.base_artifact,
-            allow_missing=o.allow_missing_base,
-        )
+    budget = load_budget(Path(o.budget))
+    head, base = _sides(o, edge, compare=compare)
     return Request(
-        head=Files(o.head, o.head_ref),
-        budget=load_budget(Path(o.budget)),
+        head=head,
+        budget=budget,
         base=base,
         fail_on=o.fail_on,
         report_id=o.id,
@@ -39,6 +38,45 @@ def request(o: RunOptions, edge: Edge, *, compare: bool) -> Request:
         environ=edge.environ,
         github=edge.github,
     )
+
+
+def _sides(o: RunOptions, edge: Edge, *, compare: bool) -> tuple[Source, Base | None]:
+    """The head and (for a compare) the base: files, or both from a live Prometheus."""
+    if o.prometheus:
+        return _live(o, edge, compare=compare)
+    given = [f"--{f.replace('_', '-')}" for f in LIVE_ONLY if getattr(o, f) is not None]
+    if given:
+        raise UsageError(f"{given[0]} goes with --prometheus URL (docs/deploy-gate.md)")
+    if not o.head:
+        raise UsageError("the following arguments are required: --head (or --prometheus URL)")
+    base = None
+    if compare:
+        base = Base(
+            source=Files(o.base, None if o.base_artifact else o.base_ref),
+            artifact=o.base_artifact,
+            allow_missing=o.allow_missing_base,
+        )
+    return Files(o.head, o.head_ref), base
+
+
+def _live(o: RunOptions, edge: Edge, *, compare: bool) -> tuple[Live, Base | None]:
+    """Issue 27: both sides from the server `--prometheus` names (no file is read)."""
+    from budgetdiff.formats.prometheus_live import LiveQuery  # httpx only when live
+
+    if o.head or o.base or o.base_artifact or o.base_ref or o.head_ref:
+        raise UsageError("--prometheus reads the sides from the server: drop --head/--base/--*-ref")
+    query = LiveQuery.parse(
+        o.prometheus or "",
+        base_match=o.base_match,
+        head_match=o.head_match,
+        window=o.window,
+        at=o.at,
+        base_at=o.base_at,
+        head_at=o.head_at,
+        compare=compare,
+    )
+    base = Base(source=Live(query, "base", edge.sleep)) if compare else None
+    return Live(query, "head", edge.sleep), base
 
 
 def evaluate_and_finish(req: Request, o: RunOptions, edge: Edge) -> int:

@@ -3,7 +3,7 @@ the options name, stdout, and with --github the run's page and the pull request.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -22,11 +22,13 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True)
 class Edge:
     """The environment, the output stream and, with --github, the runner's context (read from
-    the environment once, by `cli.main` or the Action)."""
+    the environment once, by `cli.main` or the Action); `sleep` waits between a live
+    Prometheus' retries (None: really wait; tests pass a stand-in)."""
 
     environ: Mapping[str, str]
     out: TextIO
     github: GitHubContext | None = None
+    sleep: Callable[[float], None] | None = None
 
 
 def finish(report: Report, o: RunOptions, edge: Edge) -> int:
