@@ -44,6 +44,7 @@ class Kind(Word):
     INFEASIBLE = "infeasible"
     UNMEASURED = "unmeasured"
     DRIFT = "drift"
+    AGENT_STEPS = "agent_steps"  # tasks take more steps than budgeted or than the base
 
 
 class Verdict(Word):
