@@ -18,6 +18,8 @@ from budgetdiff.errors import ReadError
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+    from budgetdiff.formats.agent_tasks import Tasks
+
 # numpy.typing's NDArray, written out: numpy.typing is 0.5 ms of start-up for two aliases
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
@@ -123,6 +125,8 @@ class Run:
     # per-request TPOT as the tool defines it, where that is not (total - TTFT) / (tokens - 1)
     # (inference-perf: last token - first token); None: that formula
     tpot: FloatArray | None = None
+    # agent tasks (formats.agent_*): one row per task above, its steps here
+    agent: Tasks | None = None
 
     @property
     def succeeded(self) -> BoolArray:
