@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
-from budgetdiff import rebudget, rows, sources, whatif
+from budgetdiff import agent, rebudget, rows, sources, whatif
 from budgetdiff.budget import did_you_mean
 from budgetdiff.errors import InputError, UsageError
 from budgetdiff.formats import ReadOptions, detect
@@ -115,7 +115,7 @@ def evaluate(
     scenarios: list[Scenario] = []
     for p in pairs:
         held_to = budget.for_scenario(p.head.scenario)  # its class's SLO and slices, if any
-        c = compare_pair(p, held_to)
+        c = agent.attach(compare_pair(p, held_to), p.base, p.head, held_to)
         if not scenarios and budget.classes:  # said once, with the first
             c = replace(c, notes=(*c.notes, *_unmatched_classes(budget, head)))
         trends = _trends(history, c, held_to)

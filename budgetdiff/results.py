@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from budgetdiff.stats import Attainment
 
 if TYPE_CHECKING:  # computed by the compute stage, which builds on these types
+    from budgetdiff.agent_results import AgentSection
     from budgetdiff.rebudget import Proposal
     from budgetdiff.whatif import FixFirst
 
@@ -173,6 +174,7 @@ class Comparison:
     tpot_from: str | None = None  # what the TPOT row divides by (tokens - 1): see prepare
     attribution: str | None = None  # how the change of the total was split into the slices
     fix_first: tuple[FixFirst, ...] = ()  # each slice 10% faster, the best first
+    agent: AgentSection | None = None  # agent tasks: steps, the step's parts (`agent`)
 
 
 @dataclass(frozen=True)
