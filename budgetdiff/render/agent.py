@@ -131,7 +131,7 @@ def markdown_section(c: Comparison) -> list[str]:
     for r in s.rows:
         row = [md(_label(r).strip(), 120), _value(r, r.target)]
         row += [_value(r, r.base)] if compare else []
-        row += [_head(r)] + ([_change(r, _MD_WORDS)] if compare else [])
+        row += [md(_head(r))] + ([md(_change(r, _MD_WORDS))] if compare else [])
         lines.append("| " + " | ".join(row) + " |")
     for line in (_plan(s, _total_target(c)), _split_words(s.split, p) if s.split else None):
         if line:
