@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import csv
 import json
+import re
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -154,3 +156,15 @@ def test_the_agent_section_reads_the_same_in_every_rendering(
     assert main([*argv, "--output", output], {}) == 1
     out = capsys.readouterr().out.replace(str(DATA), "DATA")
     golden(GOLDEN / f"slow-search.{'md' if output == 'markdown' else 'txt'}", out)
+
+
+def test_the_agents_page_shows_what_the_command_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/agents.md's example runs (from the repository's root, as the page shows it)."""
+    page = (Path(__file__).parent.parent / "docs" / "agents.md").read_text(encoding="utf-8")
+    (block,) = re.findall(r"```console\n\$ (.*?)\n(.*?)```", page, re.S)
+    root = Path(__file__).parent.parent
+    argv = [a.replace("tests/", f"{root}/tests/") for a in shlex.split(block[0])[1:]]
+    code = main([*argv, "--output", "table"], {})
+    out = capsys.readouterr().out.replace(f"{root}/", "")
+    assert code == 1
+    assert out == block[1]
