@@ -17,7 +17,7 @@ dist=$(mktemp -d)
 trap 'rm -rf "$dist"' EXIT
 "$bin/python" -m build --outdir "$dist" . > "$dist/build.log" 2>&1 || { cat "$dist/build.log"; exit 1; }
 "$bin/twine" check --strict "$dist"/*.whl "$dist"/*.tar.gz
-"$bin/python" -m zipfile -l "$dist"/*.whl | grep -q "budgetdiff/templates/budget.yml" \
+"$bin/python" -m zipfile -l "$dist"/*.whl | grep "budgetdiff/templates/budget.yml" >/dev/null \
   || { echo "the wheel lacks budgetdiff/templates/ (package-data)"; exit 1; }
 echo "== browser (chromium, mermaid)"; bash scripts/setup-browser.sh
 echo "== pytest"; "$bin/pytest"
