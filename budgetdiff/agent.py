@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from budgetdiff.table import Run
 
 STEP_FLOOR = 0.5  # a change of the steps' percentile under half a step never counts
+MAX_TOOLS = 12  # per-tool rows: the tools of the most steps (a file may name thousands)
 
 
 def attach(c: Comparison, base: Run | None, head: Run, budget: Budget) -> Comparison:
@@ -59,6 +60,7 @@ def compare(base: Tasks | None, head: Tasks, budget: Budget) -> AgentSection:
         tools=tuple(rows[5:]),
         split=split,
         sentence=None,
+        tools_left_out=max(len({t for t in head.tool if t}) - MAX_TOOLS, 0),
         planned_ms=(
             budget.agent.steps * budget.agent.step
             if budget.agent is not None and budget.agent.steps and budget.agent.step
@@ -81,13 +83,22 @@ def _series(base: Tasks | None, head: Tasks, budget: Budget) -> list[_Series]:
     out += [
         _Series(part, "ms", targets.get(part), _opt(base, part), head.part(part)) for part in PARTS
     ]
-    names = sorted({t for t in head.tool if t})
+    names = tools_shown(head)
     if len(names) > 1:
         for name in names:
             out.append(
                 _Series(f"tool {name}", "ms", None, _of_tool(base, name), _tool_ms(head, name))
             )
     return out
+
+
+def tools_shown(head: Tasks) -> list[str]:
+    """The tools given a row of their own: those of the most steps, by name."""
+    used: dict[str, int] = {}
+    for t in head.tool:
+        if t:
+            used[t] = used.get(t, 0) + 1
+    return sorted(sorted(used, key=lambda t: (-used[t], t))[:MAX_TOOLS])
 
 
 def _counts(tasks: Tasks | None) -> FloatArray | None:

@@ -74,6 +74,7 @@ class AgentSection:
     split: StepSplit | None  # with a base
     sentence: str | None  # `task p95 +640 ms: 7 steps instead of 5 (+560 ms)`
     planned_ms: float | None  # agent.steps x agent.step, when both are set
+    tools_left_out: int = 0  # tools without a row (only the most used get one)
 
     @property
     def rows(self) -> tuple[AgentRow, ...]:

@@ -168,3 +168,40 @@ def test_the_agents_page_shows_what_the_command_prints(capsys: pytest.CaptureFix
     out = capsys.readouterr().out.replace(f"{root}/", "")
     assert code == 1
     assert out == block[1]
+
+
+def _step_table(path: Path, tools: list[str], per_tool: int) -> Path:
+    lines = ["task_id,step,model_ms,tool_ms,tool_name"]
+    for i, tool in enumerate(t for t in tools for _ in range(per_tool)):
+        lines.append(f"t{i},1,{100 + i % 7},{50 + i % 5},{tool}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_the_most_used_tools_get_rows_and_the_rest_are_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tools = [f"tool{i:02d}" for i in range(20)]
+    head = _step_table(tmp_path / "h.csv", tools[:1] * 5 + tools, 10)
+    _, report = budgetdiff(capsys, "check", "--head", str(head))
+    named = [r["tool"] for r in report["agent"]["rows"] if r["tool"]]
+    assert len(named) == 12 and "tool00" in named
+    assert report["agent"]["tools_left_out"] == 8
+
+
+def test_a_hostile_tool_name_is_escaped_in_the_comment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    head = _step_table(tmp_path / "h.csv", ["<img src=x onerror=alert(1)>", "a|b"], 40)
+    code = main(["check", "--head", str(head), "--budget", str(BUDGET), "--output", "markdown"], {})
+    out = capsys.readouterr().out
+    assert code in (0, 1)
+    assert "<img" not in out and "a|b" not in out
+
+
+def test_agent_tasks_from_two_files_on_one_side_are_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["check", "--head", str(DATA / "steps-base.csv"), "--head", str(DATA / "steps-aa.csv")]
+    assert main([*argv, "--budget", str(BUDGET)], {}) == 2
+    assert "agent tasks are read from one file per side" in capsys.readouterr().err

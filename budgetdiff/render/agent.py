@@ -82,8 +82,16 @@ def _tasks_line(s: AgentSection) -> str:
     return "agent: " + ", ".join([*said, side("head", s.tasks[1], s.answers[1])])
 
 
-def _total_target(c: Comparison) -> float | None:
-    return next((r.target_ms for r in c.slo if r.name == "total"), None)
+def _left_out(s: AgentSection) -> str | None:
+    n = s.tools_left_out
+    return f"{count(n)} more tools, of fewer steps, have no row of their own" if n else None
+
+
+def _below(c: Comparison, s: AgentSection, p: str) -> list[str]:
+    """The lines under the table: tools without a row, the plan, the split."""
+    total = next((r.target_ms for r in c.slo if r.name == "total"), None)
+    said = (_left_out(s), _plan(s, total), _split_words(s.split, p) if s.split else None)
+    return [line for line in said if line]
 
 
 # ---- terminal ---------------------------------------------------------------------------------
@@ -105,10 +113,9 @@ def text_section(c: Comparison, width: int | None) -> list[str]:
         words = dict(cells.CHANGE_WORDS)
         columns.append(column("change", [_change(r, words) for r in rows], group=1))
     out = ["", *prose(_tasks_line(s), width)]
-    out += ["", *table(column(f"agent {p}", [_label(r) for r in rows]), columns, width)]
-    for line in (_plan(s, _total_target(c)), _split_words(s.split, p) if s.split else None):
-        if line:
-            out += prose(plain(line, 400), width)
+    out += ["", *table(column(f"agent {p}", [plain(_label(r)) for r in rows]), columns, width)]
+    for line in _below(c, s, p):
+        out += prose(plain(line, 400), width)
     return out
 
 
@@ -133,9 +140,8 @@ def markdown_section(c: Comparison) -> list[str]:
         row += [_value(r, r.base)] if compare else []
         row += [md(_head(r))] + ([md(_change(r, _MD_WORDS))] if compare else [])
         lines.append("| " + " | ".join(row) + " |")
-    for line in (_plan(s, _total_target(c)), _split_words(s.split, p) if s.split else None):
-        if line:
-            lines += ["", f"<sub>{md(line, 400)}</sub>"]
+    for line in _below(c, s, p):
+        lines += ["", f"<sub>{md(line, 400)}</sub>"]
     return lines
 
 
@@ -153,6 +159,7 @@ def json_section(c: Comparison) -> dict[str, Any] | None:
         "tasks": {"base": s.tasks[0], "head": s.tasks[1]},
         "answers_per_task": {"base": _f(s.answers[0]), "head": _f(s.answers[1])},
         "planned_ms": _f(s.planned_ms),
+        "tools_left_out": s.tools_left_out,
         "sentence": s.sentence,
         "rows": [_row(r) for r in s.rows],
         "split": {
