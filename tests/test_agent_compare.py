@@ -205,3 +205,23 @@ def test_agent_tasks_from_two_files_on_one_side_are_refused(
     argv = ["check", "--head", str(DATA / "steps-base.csv"), "--head", str(DATA / "steps-aa.csv")]
     assert main([*argv, "--budget", str(BUDGET)], {}) == 2
     assert "agent tasks are read from one file per side" in capsys.readouterr().err
+
+
+def test_check_on_traces_reports_the_generators_percentiles(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The issue's check: 5 steps of model ~200 ms and tool ~120 ms against 5 x 500 ms, exit 0;
+    the task's and the round trip's p95 are numpy's of the drawn tasks within 1%."""
+    from tools import make_agent_data as gen
+
+    code, report = budgetdiff(capsys, "check", "--head", str(DATA / "traces-base.json"))
+    drawn = gen.draw(gen.TRACES["traces-base.json"])
+    steps = [s for t in drawn for s in t[:-1]]
+    totals = [sum(s[0] + max(s[1], 0) + s[2] for s in t) for t in drawn]
+    total = next(r for r in report["slo"] if r["metric"] == "total")
+    assert total["head_ms"] == pytest.approx(np.percentile(totals, 95), rel=0.01)
+    agent = rows(report)
+    round_trip = np.percentile([s[0] + s[1] + s[2] for s in steps], 95)
+    assert agent["step"]["head"] == pytest.approx(round_trip, rel=0.01)
+    assert agent["steps"]["head"] == 5
+    assert code == 0
