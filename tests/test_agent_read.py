@@ -101,9 +101,11 @@ def test_genai_traces_are_read_as_the_generator_drew_them() -> None:
 
 
 def _span(trace: str, sid: str, name: str, start: int, end: int, **attrs: str) -> dict:
+    parent, _, sid = sid.rpartition("/")  # "root/child"
     return {
         "traceId": trace,
         "spanId": sid,
+        "parentSpanId": parent,
         "name": name,
         "startTimeUnixNano": str(start * 1_000_000),
         "endTimeUnixNano": str(end * 1_000_000),
@@ -118,11 +120,11 @@ def test_a_trace_without_invoke_agent_is_one_task_and_parallel_tools_one_step(
     the span name says the operation when the attribute is missing."""
     spans = [
         _span("t1", "r", "handle", 0, 1000),
-        _span("t1", "m1", "chat m", 0, 200),
-        _span("t1", "x1", "execute_tool a", 210, 300, **{"gen_ai.tool.name": "a"}),
-        _span("t1", "x2", "t", 220, 350, **{"gen_ai.operation.name": "execute_tool",
-                                           "gen_ai.tool.name": "b"}),
-        _span("t1", "m2", "llm", 400, 600, **{"gen_ai.operation.name": "chat"}),
+        _span("t1", "r/m1", "chat m", 0, 200),
+        _span("t1", "r/x1", "execute_tool a", 210, 300, **{"gen_ai.tool.name": "a"}),
+        _span("t1", "r/x2", "t", 220, 350, **{"gen_ai.operation.name": "execute_tool",
+                                             "gen_ai.tool.name": "b"}),
+        _span("t1", "r/m2", "llm", 400, 600, **{"gen_ai.operation.name": "chat"}),
     ]  # fmt: skip
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
@@ -139,3 +141,28 @@ def test_traces_without_agent_spans_say_what_they_hold(tmp_path: Path) -> None:
         _span("t1", "r", "GET /", 0, 10)]}]}]}))  # fmt: skip
     with pytest.raises(ReadError, match=r"no agent tasks.*span names are: GET /"):
         read(path, "agent-traces")
+
+
+def test_agents_side_by_side_in_one_trace_keep_their_own_calls(tmp_path: Path) -> None:
+    """Two invoke_agent spans at once under one root, and an agent called by an agent: calls
+    go to the outermost agent among their ancestors, not to every span that holds them."""
+    agent = {"gen_ai.operation.name": "invoke_agent"}
+    spans = [
+        _span("t1", "root", "handle", 0, 1000),
+        _span("t1", "root/a", "invoke_agent a", 0, 900, **agent),
+        _span("t1", "root/b", "invoke_agent b", 10, 950, **agent),
+        _span("t1", "a/am", "chat", 0, 100),
+        _span("t1", "a/ax", "execute_tool", 100, 150),
+        _span("t1", "b/bm", "chat", 10, 120),
+        _span("t1", "b/inner", "invoke_agent c", 130, 400, **agent),
+        _span("t1", "inner/cm", "chat", 130, 200),
+        _span("t1", "inner/cx", "execute_tool", 210, 300),
+        _span("t1", "root/lost", "chat", 960, 990),  # under no agent: in no task
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
+    run = read(path, "agent-traces")
+    assert run.agent.task_id == ("t1/a", "t1/b")
+    np.testing.assert_array_equal(run.agent.steps, [1, 1])
+    np.testing.assert_array_equal(run.agent.answers, [0, 1])  # b's own chat asked for no tool
+    assert run.meta["calls_outside_steps"] == 1

@@ -1,7 +1,8 @@
 """OTLP/JSON traces of agents, by OpenTelemetry's GenAI semantic conventions -> agent tasks.
 
 - a task is an `invoke_agent` span (the outermost, when agents call agents), else, in a trace
-  without one, the trace's root span;
+  without one, the trace's root span; a call belongs to the task among its ancestors
+  (`parentSpanId`), so agents running side by side in one trace keep their own calls;
 - a model call is a span whose `gen_ai.operation.name` is `chat`, `text_completion` or
   `generate_content`; a tool call one whose operation is `execute_tool` (`gen_ai.tool.name`
   names the tool). Without the attribute, the span name's first word (`chat gpt-4o`,
@@ -12,7 +13,7 @@
   call's start to the last one's end, `between` the rest. A model call that no tool call
   follows (the final answer) is not a step: it is counted apart.
 
-Calls belong to the task of their trace whose span holds their start. The file is what the
+The file is what the
 `otlp` reader takes: one ExportTraceServiceRequest or JSON Lines of them (the Collector's file
 exporter).
 """
@@ -82,8 +83,9 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
         raise ReadError.at(
             NAME,
             source,
-            "no agent tasks: no invoke_agent span and no trace with chat or execute_tool spans "
-            f"(gen_ai.operation.name); span names are: {shown}",
+            "no agent tasks: no chat, text_completion, generate_content or execute_tool span "
+            "(gen_ai.operation.name) under an invoke_agent span or a trace's root span "
+            f"(by parentSpanId); span names are: {shown}",
         )
     meta: dict[str, str | float] = {"calls_outside_steps": outside} if outside else {}
     return [as_run(build(tasks, NAME, source), source, NAME, meta)]
@@ -112,46 +114,70 @@ def _span(raw: dict[str, Any], source: str, where: str) -> _Span:
 
 
 def _tasks(trace_id: str, trace: _Trace) -> tuple[list[Task], int]:
-    """The tasks of one trace, and how many of its calls fell in no step of one."""
+    """The tasks of one trace, and how many of its calls fell in no task: each call belongs
+    to its outermost invoke_agent ancestor, or (a trace without one) to its root ancestor."""
     spans = sorted(trace.spans, key=lambda s: (s.start, -s.end))
     calls = [s for s in spans if s.op in MODEL or s.op == TOOL]
     if not calls:
         return [], 0
-    heads = _outermost([s for s in spans if s.op == AGENT])
-    if not heads:  # no invoke_agent span: the trace's root is the task
-        ids = {s.span_id for s in spans}
-        heads = [s for s in spans if not s.parent or s.parent not in ids][:1] or spans[:1]
-    tasks, outside = [], 0
-    for i, head in enumerate(heads):
-        mine = [c for c in calls if head.start <= c.start <= head.end and c is not head]
+    tops = _ancestry(spans)
+    agents = any(s.op == AGENT for s in spans)
+    mine: dict[int, list[_Span]] = {}
+    heads: dict[int, _Span] = {}
+    for c in calls:
+        root, agent = tops[id(c)]
+        head = agent if agents else root
+        if head is None or head is c:
+            continue
+        heads[id(head)] = head
+        mine.setdefault(id(head), []).append(c)
+    tasks, inside = [], 0
+    for i, (key, head) in enumerate(sorted(heads.items(), key=lambda h: h[1].start)):
         task_id = trace_id if len(heads) == 1 else f"{trace_id}/{head.span_id or i}"
-        task, left = _steps(task_id, head, mine)
+        task, left = _steps(task_id, head, mine[key])
         tasks.append(task)
-        outside += left
-    return tasks, outside + sum(
-        1 for c in calls if not any(h.start <= c.start <= h.end for h in heads)
-    )
+        inside += len(mine[key]) - left
+    return tasks, len(calls) - inside
 
 
-def _outermost(agents: list[_Span]) -> list[_Span]:
-    """The invoke_agent spans no other holds (sorted by start, the longest first)."""
-    out: list[_Span] = []
-    for a in agents:
-        if not any(o.start <= a.start and a.end <= o.end for o in out):
-            out.append(a)
+def _ancestry(spans: list[_Span]) -> dict[int, tuple[_Span, _Span | None]]:
+    """Each span's root ancestor and outermost invoke_agent ancestor (itself included), by
+    `id(span)`: each parent link followed once (a loop of links ends where it closes)."""
+    by_id = {s.span_id: s for s in spans if s.span_id}
+    out: dict[int, tuple[_Span, _Span | None]] = {}
+    for s in spans:
+        path: list[_Span] = []
+        seen: set[int] = set()
+        cur: _Span | None = s
+        while cur is not None and id(cur) not in out and id(cur) not in seen:
+            path.append(cur)
+            seen.add(id(cur))
+            cur = by_id.get(cur.parent) if cur.parent else None
+        root, agent = out[id(cur)] if cur is not None and id(cur) in out else (path[-1], None)
+        for node in reversed(path):  # from the top down: the first agent met is the outermost
+            if agent is None and node.op == AGENT:
+                agent = node
+            out[id(node)] = (root, agent)
     return out
 
 
 def _steps(task_id: str, head: _Span, calls: list[_Span]) -> tuple[Task, int]:
-    """One task: each model call and the tool calls before the next one; tool calls before the
-    first model call are in no step."""
+    """One task: each model call and the tool calls that start from it to the next one (calls
+    sorted by start); tool calls before the first model call are in no step. Linear: a file may
+    hold a million calls in one task."""
     task = Task(task_id, total_ms=ms_between(head.start, head.end), failed=head.failed)
     models = [c for c in calls if c.op in MODEL]
     tools = [c for c in calls if c.op == TOOL]
-    outside = sum(1 for t in tools if not models or t.start < models[0].start)
+    j = 0
+    while j < len(tools) and models and tools[j].start < models[0].start:
+        j += 1
+    outside = j if models else len(tools)
     for i, m in enumerate(models):
         after = models[i + 1].start if i + 1 < len(models) else None
-        mine = [t for t in tools if m.start <= t.start and (after is None or t.start < after)]
+        k = j
+        while k < len(tools) and (after is None or tools[k].start < after):
+            k += 1
+        mine, j = tools[j:k], k
         model_ms = ms_between(m.start, m.end)
         if not mine:
             task.answers += 1
