@@ -33,7 +33,15 @@ def attach(c: Comparison, base: Run | None, head: Run, budget: Budget) -> Compar
         return c
     b = base.agent.of_tasks(base.succeeded) if base is not None and base.agent else None
     section = compare(b, head.agent.of_tasks(head.succeeded), budget)
+    outside = (_outside(base), _outside(head))
+    section = replace(section, calls_outside=outside)
     return replace(c, agent=section, headline=c.headline or section.sentence)
+
+
+def _outside(run: Run | None) -> int:
+    """The calls of a traces file that fell in no task (the reader counts them)."""
+    n = run.meta.get("calls_outside_steps", 0) if run is not None else 0
+    return int(n) if isinstance(n, int | float) else 0
 
 
 class _Series(NamedTuple):

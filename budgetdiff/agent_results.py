@@ -75,6 +75,7 @@ class AgentSection:
     sentence: str | None  # `task p95 +640 ms: 7 steps instead of 5 (+560 ms)`
     planned_ms: float | None  # agent.steps x agent.step, when both are set
     tools_left_out: int = 0  # tools without a row (only the most used get one)
+    calls_outside: tuple[int, int] = (0, 0)  # traces' model/tool calls in no task (base, head)
 
     @property
     def rows(self) -> tuple[AgentRow, ...]:

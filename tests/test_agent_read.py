@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from budgetdiff.cli import main
 from budgetdiff.errors import ReadError
 from budgetdiff.formats import ReadOptions, detect
 from tools import make_agent_data as gen
@@ -166,3 +167,19 @@ def test_agents_side_by_side_in_one_trace_keep_their_own_calls(tmp_path: Path) -
     np.testing.assert_array_equal(run.agent.steps, [1, 1])
     np.testing.assert_array_equal(run.agent.answers, [0, 1])  # b's own chat asked for no tool
     assert run.meta["calls_outside_steps"] == 1
+
+
+def test_calls_under_no_task_are_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spans = [
+        _span("t1", "r", "invoke_agent", 0, 1000, **{"gen_ai.operation.name": "invoke_agent"}),
+        _span("t1", "r/m", "chat", 0, 100),
+        _span("t1", "r/x", "execute_tool", 100, 200),
+        _span("t2", "q", "chat", 0, 100),  # a trace of its own, a call alone: no task
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
+    budget = Path(__file__).parent / "data" / "agent" / "agent.yml"
+    assert (
+        main(["check", "--head", str(path), "--budget", str(budget), "--output", "table"], {}) == 0
+    )
+    assert "model and tool calls under no task, left out: 1 in head" in capsys.readouterr().out

@@ -87,10 +87,26 @@ def _left_out(s: AgentSection) -> str | None:
     return f"{count(n)} more tools, of fewer steps, have no row of their own" if n else None
 
 
+def _outside(s: AgentSection) -> str | None:
+    named = zip(("base", "head"), s.calls_outside, strict=True)
+    sides = [f"{count(n)} in {name}" for name, n in named if n]
+    if not sides:
+        return None
+    return (
+        f"model and tool calls under no task, left out: {', '.join(sides)} (a task is an "
+        "invoke_agent span, else a trace's root: see docs/agents.md)"
+    )
+
+
 def _below(c: Comparison, s: AgentSection, p: str) -> list[str]:
     """The lines under the table: tools without a row, the plan, the split."""
     total = next((r.target_ms for r in c.slo if r.name == "total"), None)
-    said = (_left_out(s), _plan(s, total), _split_words(s.split, p) if s.split else None)
+    said = (
+        _left_out(s),
+        _outside(s),
+        _plan(s, total),
+        _split_words(s.split, p) if s.split else None,
+    )
     return [line for line in said if line]
 
 
@@ -160,6 +176,7 @@ def json_section(c: Comparison) -> dict[str, Any] | None:
         "answers_per_task": {"base": _f(s.answers[0]), "head": _f(s.answers[1])},
         "planned_ms": _f(s.planned_ms),
         "tools_left_out": s.tools_left_out,
+        "calls_outside": {"base": s.calls_outside[0], "head": s.calls_outside[1]},
         "sentence": s.sentence,
         "rows": [_row(r) for r in s.rows],
         "split": {
