@@ -246,3 +246,33 @@ def _sentence(s: AgentSection) -> str | None:
     if not said:
         return None
     return f"task {percentile(s.percentile)} {signed_ms(s.split.change_ms)}: " + ", ".join(said)
+
+
+class StepMoves(NamedTuple):
+    """The tasks' percentile as measured, with one step more and with one step fewer."""
+
+    tasks: int
+    measured_ms: float
+    one_more_ms: float
+    one_fewer_ms: float
+
+
+def step_moves(tasks: Tasks, p: float) -> StepMoves:
+    """Each task with one more step (its own mean round trip; the pooled mean for a task of
+    no step) and with one fewer (its mean round trip off; a task of no step as it is)."""
+    counts = tasks.steps
+    if not len(tasks.total_ms):
+        raise ValueError("no tasks")
+    pooled = float(np.mean(tasks.step_ms)) if len(tasks.step_ms) else 0.0
+    owner = np.repeat(np.arange(len(counts)), counts)
+    sums = np.bincount(owner, weights=tasks.step_ms, minlength=len(counts))
+    has = counts > 0
+    mean = np.full(len(counts), pooled)
+    mean[has] = sums[has] / counts[has]
+    fewer = np.where(counts > 0, tasks.total_ms - mean, tasks.total_ms)
+    return StepMoves(
+        tasks=len(tasks.total_ms),
+        measured_ms=stats.percentile(tasks.total_ms, p),
+        one_more_ms=stats.percentile(tasks.total_ms + mean, p),
+        one_fewer_ms=stats.percentile(fewer, p),
+    )

@@ -61,7 +61,8 @@ EXAMPLES = {
   budgetdiff init service/   # the same in service/; --force overwrites what is there""",
     "whatif": """example:
   budgetdiff whatif --ttft 850 --tokens-per-s 22 --tokens 1200 --tail 300 --budget budget.yml
-  budgetdiff whatif --head results.csv --budget budget.yml --scale decode=0.8 --add queue=-50""",
+  budgetdiff whatif --head results.csv --budget budget.yml --scale decode=0.8 --add queue=-50
+  budgetdiff whatif --steps 6 --step-ms 450 --budget agent.yml [--head traces.json]""",
 }
 FAIL_NEVER = "never"
 
@@ -684,6 +685,8 @@ def _whatif_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--add", action="append", metavar="SLICE=MS", help="add ms to a slice, e.g. queue=-50"
     )
+    p.add_argument("--steps", type=_number, metavar="N", help="an agent task's steps")
+    p.add_argument("--step-ms", type=_number, metavar="MS", help="an agent task's ms per step")
 
 
 def report_id(value: str) -> str:

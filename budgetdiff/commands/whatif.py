@@ -42,11 +42,17 @@ class WhatifOptions:
     scenario: tuple[str, ...] = ()
     scale: tuple[str, ...] = ()  # SLICE=FACTOR, as given
     add: tuple[str, ...] = ()  # SLICE=MS, as given
+    steps: float | None = None  # an agent task's steps (commands.agent_whatif)
+    step_ms: float | None = None  # and its ms per step
 
 
 def run(o: WhatifOptions, edge: Edge) -> int:
     budget = load_budget(Path(o.budget))
     columns = width(edge.environ, edge.out)
+    if o.steps is not None or o.step_ms is not None:  # an agent task
+        from budgetdiff.commands import agent_whatif
+
+        return agent_whatif.run(o, budget, edge.environ, Say(edge.out, columns))
     if o.head:
         return _recompute(o, budget, edge.environ, Say(edge.out, columns))
     return _estimate(o, budget, Say(edge.out, columns))
