@@ -5,7 +5,6 @@ more steps and slower steps (`StepSplit`: the parts add up to the change)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -13,7 +12,7 @@ import numpy as np
 
 from budgetdiff import stats
 from budgetdiff.agent_results import AgentRow, AgentSection, StepSplit
-from budgetdiff.formats.agent_tasks import PARTS, Tasks
+from budgetdiff.formats.agent_tasks import PARTS, IntArray, Tasks
 from budgetdiff.numbers import percentile, signed_ms, steps
 from budgetdiff.results import Change, Comparison
 from budgetdiff.table import FloatArray
@@ -194,7 +193,7 @@ def _max(x: FloatArray | None) -> float | None:
     return float(np.max(x)) if x is not None and len(x) else None
 
 
-def _mean(x: Sequence[int] | np.ndarray) -> float:  # type: ignore[type-arg]
+def _mean(x: IntArray) -> float:
     return float(np.mean(x)) if len(x) else float("nan")
 
 
@@ -239,9 +238,7 @@ def _sentence(s: AgentSection) -> str | None:
     if tools and "tool" not in parts:
         parts.append("tool")
     if parts or s.step.change == Change.REGRESSION:
-        names = ", ".join(
-            f"{n} ({', '.join(tools)})" if n == "tool" and tools else n for n in parts
-        )
+        names = ", ".join(f"{n} {', '.join(tools)}" if n == "tool" and tools else n for n in parts)
         said.append(f"slower {names or 'steps'} ({signed_ms(s.split.slower_steps_ms)})")
     if not said:
         return None
