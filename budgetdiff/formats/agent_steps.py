@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from budgetdiff.errors import ReadError
@@ -41,8 +42,6 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     task's steps in the order of their `step` numbers."""
     text = data.decode("utf-8")
     rows = _json_rows(text, source) if text.lstrip().startswith("{") else _csv_rows(text, source)
-    if not rows:
-        raise _fail(source, "no rows; write one row per step")
     tasks: dict[str, Task] = {}
     numbered: dict[str, dict[float, tuple[float, float, float, str]]] = {}
     seen: set[tuple[str, float]] = set()
@@ -60,6 +59,8 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
         found = _add(tasks.setdefault(task_id, Task(task_id)), row, line, source)
         if found is not None:
             steps[step] = found
+    if not tasks:
+        raise _fail(source, "no rows; write one row per step")
     for task_id, task in tasks.items():
         task.steps = [s for _, s in sorted(numbered[task_id].items())]
     return [as_run(build(list(tasks.values()), NAME, source), source, NAME, {})]
@@ -106,7 +107,8 @@ def _number(row: dict[str, Any], column: str, line: int, source: str) -> float |
     return value
 
 
-def _csv_rows(text: str, source: str) -> list[tuple[int, dict[str, Any]]]:
+def _csv_rows(text: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each row with its line, one at a time: only the steps are kept."""
     first = text.split("\n", 1)[0]
     reader = csv.DictReader(io.StringIO(text), delimiter="\t" if "\t" in first else ",")
     missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
@@ -116,17 +118,16 @@ def _csv_rows(text: str, source: str) -> list[tuple[int, dict[str, Any]]]:
             f"no column {', '.join(missing)}; a step table has columns "
             f"{', '.join(REQUIRED)} (and optionally {', '.join(OPTIONAL)})",
         )
-    rows: list[tuple[int, dict[str, Any]]] = []
-    for row in reader:
-        if len(rows) >= MAX_ROWS:
+    for i, row in enumerate(reader):
+        if i >= MAX_ROWS:
             raise _fail(source, f"more than {MAX_ROWS} steps")
-        rows.append((reader.line_num, dict(row)))
-    return rows
+        yield reader.line_num, row
 
 
-def _json_rows(text: str, source: str) -> list[tuple[int, dict[str, Any]]]:
-    rows = []
+def _json_rows(text: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
     for number, line in enumerate(text.splitlines(), start=1):
+        if number > MAX_ROWS:
+            raise _fail(source, f"more than {MAX_ROWS} steps")
         if not line.strip():
             continue
         try:
@@ -135,5 +136,4 @@ def _json_rows(text: str, source: str) -> list[tuple[int, dict[str, Any]]]:
             raise _fail(source, f"line {number}: not a JSON object; one step per line") from None
         if not isinstance(row, dict):
             raise _fail(source, f"line {number}: not a JSON object; one step per line")
-        rows.append((number, row))
-    return rows
+        yield number, row
