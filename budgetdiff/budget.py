@@ -29,6 +29,7 @@ FailKind = Literal[
     "no_base",
     "unmeasured",
     "drift",
+    "agent_steps",
 ]
 FAIL_KINDS: tuple[str, ...] = FailKind.__args__  # type: ignore[attr-defined]
 Unit = Literal["ms", "s", "us"]
@@ -148,6 +149,27 @@ class Regression(_Section):
     )
 
 
+class Agent(_Section):
+    """An agent loop: a task takes `steps` tool round trips of `step` ms each, at `percentile`
+    (the task itself, end to end, is `slo.total`). A step is one model call that asks for a
+    tool and that tool call; `model`, `tool` and `between` budget its parts."""
+
+    steps: Annotated[int, Field(ge=1, le=10_000, strict=True)] | None = Field(
+        default=None, description="tool round trips a task is budgeted for"
+    )
+    step: Ms | None = Field(default=None, description="ms per tool round trip")
+    model: Ms | None = Field(default=None, description="ms of a step's model call")
+    tool: Ms | None = Field(default=None, description="ms of a step's tool call(s)")
+    between: Ms | None = Field(
+        default=None, description="ms of a step outside its model and tool calls"
+    )
+
+    def parts(self) -> dict[str, float]:
+        """The step's parts that have a budget, by name."""
+        named = {"model": self.model, "tool": self.tool, "between": self.between}
+        return {k: v for k, v in named.items() if v is not None}
+
+
 class TrafficClass(_Section):
     """One class of traffic, the scenario of that name: each section it gives replaces the top
     level's whole; what it leaves out is the top level's."""
@@ -192,6 +214,11 @@ class Budget(_Section):
     regression: Regression = Field(default_factory=Regression)
     fail_on: list[FailKind] = Field(
         default_factory=lambda: list(_DEFAULT_FAIL_ON), description="what fails the check"
+    )
+    agent: Agent | None = Field(
+        default=None,
+        description="an agent loop's budget per step times the steps: `{steps: 5, step: 500}`"
+        " (the task end to end is `slo.total`); see docs/agents.md",
     )
     classes: dict[Name, TrafficClass] = Field(
         default_factory=dict,

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ValidationError
 
 from budgetdiff.budget import (
+    Agent,
     Budget,
     Loc,
     Regression,
@@ -34,6 +35,7 @@ _WORDS = {
     "string_type": "must be a name (text), not {shown}",
     "literal_error": "{shown} is not one of {choices}{hint}",
     "float_type": _NUMBER,
+    "int_type": "must be a whole number, e.g. `{key}: {example}`, not {shown}",
     "finite_number": _NUMBER,
     "greater_than": "must be more than {limit}{unit}, not {shown}",
     "greater_than_equal": "must be at least {limit}{unit}, not {shown}",
@@ -54,12 +56,14 @@ _EXAMPLES = {
     "min_change": "5%",
     "fail_on": "[breach, regression]",
     "metrics": "[ttft, decode]",
+    "steps": "5",
 }
-_PLAIN_NUMBERS = ("percentile", "confidence")  # not milliseconds
+_PLAIN_NUMBERS = ("percentile", "confidence", "steps")  # not milliseconds
 _BOUNDS = ("gt", "ge", "lt", "le")
 _SECTIONS: dict[Loc, type[BaseModel]] = {
     ("slo",): Slo,
     ("regression",): Regression,
+    ("agent",): Agent,
     ("slices", "*"): Slice,
     ("classes", "*"): TrafficClass,
     ("classes", "*", "slo"): Slo,

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from budgetdiff.agent_judge import agent_findings
 from budgetdiff.budget import Budget
 from budgetdiff.numbers import (
     count,
@@ -186,6 +187,7 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
     out += _missing_slice(c, budget, p)
     out += _changes(c, budget, p)
     out += _inconclusive(c, p)
+    out += [_Raw(*f) for f in agent_findings(c)]
     counted = c.base is not None and c.base.requests and c.head.requests
     if counted and c.head.failed and c.head.failed < (c.head.requests or 0):
         out.append(_failure_rate(c, budget.regression.confidence))

@@ -127,3 +127,10 @@ def gib(n_bytes: float) -> str:
 def signed_given(x: float) -> str:
     """`given` with its sign: `+50`, `-50`."""
     return f"{x:+g}"
+
+
+def steps(x: float | None) -> str:
+    """A count of agent steps, maybe a percentile between two: `5`, `7.4`."""
+    if x is None or math.isnan(x):
+        return "–"
+    return f"{x:,.1f}".removesuffix(".0")

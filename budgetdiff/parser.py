@@ -62,7 +62,8 @@ EXAMPLES = {
     "whatif": """example:
   budgetdiff whatif --ttft 850 --tokens-per-s 22 --tokens 1200 --tail 300 --slo-total 6000
   budgetdiff whatif --ttft 850 --tokens-per-s 22 --tokens 1200 --tail 300 --budget budget.yml
-  budgetdiff whatif --head results.csv --budget budget.yml --scale decode=0.8 --add queue=-50""",
+  budgetdiff whatif --head results.csv --budget budget.yml --scale decode=0.8 --add queue=-50
+  budgetdiff whatif --steps 6 --step-ms 450 --budget agent.yml [--head traces.json]""",
 }
 # the flags whose text `budgetdiff.options` turns into a value (after argparse: its errors are
 # the options' own one-line messages, the same as the API's and the Action's)
@@ -300,6 +301,8 @@ def _whatif_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--tail", type=_number, default=0.0, metavar="MS", help="time after the last token"
     )
+    p.add_argument("--steps", type=_number, metavar="N", help="an agent task's steps")
+    p.add_argument("--step-ms", type=_number, metavar="MS", help="an agent task's ms per step")
     p.add_argument(
         "--head", action="append", metavar="FILE", help="recompute these measured requests"
     )

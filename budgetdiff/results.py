@@ -16,6 +16,7 @@ from budgetdiff.stats import Attainment
 from budgetdiff.table import ColumnUse
 
 if TYPE_CHECKING:  # computed by the compute stage, which builds on these types
+    from budgetdiff.agent_results import AgentSection
     from budgetdiff.rebudget import Proposal
     from budgetdiff.whatif import FixFirst
 
@@ -48,6 +49,7 @@ class Kind(Word):
     INFEASIBLE = "infeasible"
     UNMEASURED = "unmeasured"
     DRIFT = "drift"
+    AGENT_STEPS = "agent_steps"  # tasks take more steps than budgeted or than the base
 
 
 class Verdict(Word):
@@ -181,6 +183,7 @@ class Comparison:
     tpot_from: str | None = None  # what the TPOT row divides by (tokens - 1): see prepare
     attribution: str | None = None  # how the change of the total was split into the slices
     fix_first: tuple[FixFirst, ...] = ()  # each slice 10% faster, the best first
+    agent: AgentSection | None = None  # agent tasks: steps, the step's parts (`agent`)
 
 
 @dataclass(frozen=True)

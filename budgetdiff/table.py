@@ -18,6 +18,8 @@ from budgetdiff.errors import ReadError
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+    from budgetdiff.formats.agent_tasks import Tasks
+
 # numpy.typing's NDArray, written out: numpy.typing is 0.5 ms of start-up for two aliases
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
@@ -153,6 +155,8 @@ class Run:
     # a table's reading, column by column (native tables), and what it found wrong in the data
     columns: tuple[ColumnUse, ...] = ()
     doubts: tuple[Doubt, ...] = ()
+    # agent tasks (formats.agent_*): one row per task above, its steps here
+    agent: Tasks | None = None
 
     @property
     def succeeded(self) -> BoolArray:

@@ -152,5 +152,5 @@ def test_a_budget_from_python_names_every_problem_without_lines() -> None:
         "b: slo.ttft: must be more than 0 ms, not 0",
         "b: headroom: write a percentage from 0% to under 100%, not 150%",
         "b: fail_on.0: 'breech' is not one of breach, regression, low_headroom, over_budget, "
-        "overallocated, no_base, unmeasured, drift; did you mean `breach`?",
+        "overallocated, no_base, unmeasured, drift, agent_steps; did you mean `breach`?",
     ]

@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from budgetdiff.errors import InputError
-from budgetdiff.formats import ReadOptions, aiperf, inference_perf, otlp, prometheus
+from budgetdiff.formats import (
+    ReadOptions,
+    agent_traces,
+    aiperf,
+    inference_perf,
+    otlp,
+    prometheus,
+)
 from budgetdiff.formats.combine import combine
 from budgetdiff.table import Histogram, Itl, Run, histogram_quantile
 from tests.conftest import SAMPLES, sample_files, sample_path
@@ -27,6 +34,8 @@ def expected_format(path: Path) -> str | None:
     rel = sample_path(path)
     if rel.startswith("generated/otlp-json/") or rel == "fetched/otel/trace.json":
         return "otlp"
+    if rel.startswith("agent/traces-"):
+        return "agent-traces"
     if path.suffix == ".prom":
         return "prometheus"
     if "inference-perf" in rel and path.name.endswith(
@@ -41,14 +50,21 @@ def test_sniff_claims_exactly_our_files() -> None:
     for path in sample_files():
         head = path.read_bytes()[:65536]
         want = expected_format(path)
-        for mod in (otlp, prometheus, inference_perf):
-            assert mod.sniff(head, path.name) == (want == mod.NAME), (mod.NAME, path)
+        for mod in (agent_traces, otlp, prometheus, inference_perf):
+            # agent traces are OTLP/JSON too: detection asks agent-traces first
+            claims = ("otlp", "agent-traces") if mod is otlp else (mod.NAME,)
+            assert mod.sniff(head, path.name) == (want in claims), (mod.NAME, path)
         claimed += want is not None
     assert claimed >= 20
 
 
 def test_every_sample_of_ours_loads() -> None:
-    mods = {"otlp": otlp, "prometheus": prometheus, "inference-perf": inference_perf}
+    mods = {
+        "otlp": otlp,
+        "agent-traces": agent_traces,
+        "prometheus": prometheus,
+        "inference-perf": inference_perf,
+    }
     for path in sample_files():
         fmt = expected_format(path)
         if fmt is None or path.name == "trace.json":

@@ -320,7 +320,7 @@ def test_ten_thousand_budget_problems_make_twenty_one_lines(
     code, out, err = _check(capsys, DEMO / "head.csv", budget)
     assert code == 2 and out == ""
     keys = "version, percentile, slo, slices, first_token_after, headroom, regression, fail_on"
-    unknown = f"unknown key; the keys here are {keys}, classes, prometheus"
+    unknown = f"unknown key; the keys here are {keys}, agent, classes, prometheus"
     said = err.splitlines()
     assert said == [
         *(f"budgetdiff: error: {budget}:{i + 1}: key{i}: {unknown}" for i in range(20)),

@@ -43,6 +43,8 @@ class WhatifOptions:
     scenario: tuple[str, ...] = ()
     scale: tuple[str, ...] = ()  # SLICE=FACTOR, as given
     add: tuple[str, ...] = ()  # SLICE=MS, as given
+    steps: float | None = None  # an agent task's steps (commands.agent_whatif)
+    step_ms: float | None = None  # and its ms per step
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +61,16 @@ class Targets:
 
 def run(o: WhatifOptions, edge: Edge) -> int:
     budget = _budget(o)
-    targets = _targets(o, budget)
     say = Say(edge.out, width(edge.environ, edge.out))
+    if o.steps is not None or o.step_ms is not None:  # an agent task
+        from budgetdiff.commands import agent_whatif  # it builds on this module's Say
+
+        if budget is None:
+            raise UsageError(
+                "whatif --steps needs the budget's `agent:` section: pass --budget FILE"
+            )
+        return agent_whatif.run(o, budget, edge.environ, say)
+    targets = _targets(o, budget)
     if o.head:
         if budget is None:
             raise UsageError("whatif --head FILE needs the budget's slices: pass --budget FILE")

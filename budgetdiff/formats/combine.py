@@ -44,6 +44,12 @@ def combine(runs: list[list[Run]], sources: list[str]) -> list[Run]:
                 )
         return runs[0]
     flat = [run for file_runs in runs for run in file_runs]
+    if any(run.agent is not None for run in flat):  # a join would drop the steps
+        raise ReadError(
+            f"{', '.join(sources)}: agent tasks are read from one file per side; pass one step "
+            "table or one traces file",
+            file=", ".join(sources),
+        )
     if all(run.histograms and run.n == 0 for run in flat):
         return [diff_scrapes(flat, sources)]
     server_files = [i for i, rs in enumerate(runs) if rs and all(is_server(r) for r in rs)]

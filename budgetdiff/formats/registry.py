@@ -76,9 +76,11 @@ READERS = (
     _reader("llmperf", "individual responses"),
     _reader("guidellm", "benchmarks", text=rb"^benchmarks:"),  # its YAML output too
     _reader("inference-perf", "lifecycle metrics", text=rb"^load_summary:"),  # and as YAML
+    _reader("agent-traces", "OTLP/JSON GenAI agent spans"),
     _reader("otlp", "OTLP/JSON"),
     _reader("otel-console", "ConsoleSpanExporter"),
     _reader("prometheus", "text exposition", json=False),
+    _reader("agent-steps", "one row per step", json=False),
     _reader("native", "table", json=False),
 )
 BY_NAME = {r.name: r for r in READERS}

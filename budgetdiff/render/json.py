@@ -6,6 +6,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
+from budgetdiff.render.agent import json_section
 from budgetdiff.render.summary import sentence, verbatim
 from budgetdiff.render.text import plain
 from budgetdiff.results import Comparison, Finding, Row, Side, Summary
@@ -74,6 +75,7 @@ def _scenario(s: Scenario) -> dict[str, Any]:
         "feasibility": list(c.feasibility),
         "notes": list(c.notes),
         "history": _history(s),
+        "agent": json_section(c),
     }
 
 

@@ -21,6 +21,7 @@ from budgetdiff.numbers import (
     signed_ms,
 )
 from budgetdiff.render import cells
+from budgetdiff.render.agent import markdown_section
 from budgetdiff.render.chart import budget_chart
 from budgetdiff.render.summary import kind_words, names, sentence
 from budgetdiff.render.text import md
@@ -153,6 +154,7 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
         lines += ["", *_slice_table(c, rows)]
         if any(r.part_ms is not None for r in rows):
             lines += ["", f"<sub>{cells.budget_meaning(c)}</sub>"]
+    lines += markdown_section(c)
     lines += history_section(s)
     others = [f for f in s.findings if f.kind != Kind.REGRESSION]
     if others:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from budgetdiff.numbers import budget_ms, count, interval, ms, num, pct, percentile
 from budgetdiff.render import cells
+from budgetdiff.render.agent import text_section
 from budgetdiff.render.fit import DEFAULT_WIDTH, Column, column, prose, table
 from budgetdiff.render.summary import sentence
 from budgetdiff.render.text import plain
@@ -36,6 +37,7 @@ def _scenario(s: Scenario, width: int | None, *, several: bool) -> list[str]:
     if c.headline:
         out += prose(plain(c.headline, 200), width)
     out += _tables(c, width)
+    out += text_section(c, width)
     if s.findings:
         out.append("")
         for f in s.findings:
