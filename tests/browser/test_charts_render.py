@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.browser import dump_dom, mermaid_js
-from tests.comment_page import charts, check_page, results
-from tests.comment_states import STATES
-from tests.helpers import run, write_table
+from tests.support.browser import dump_dom, mermaid_js
+from tests.support.comment_page import charts, check_page, results
+from tests.support.comment_states import STATES
+from tests.support.helpers import run, write_table
+from tests.support.paths import GOLDEN
 
-GOLDEN = Path(__file__).parent / "golden"
 # Names a budget may give its slices: markup, Mermaid's own syntax, keywords, other scripts
 HOSTILE = [
     "a|b:c;d#e",

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from budgetdiff.budget import BudgetError, json_schema, parse_budget
-from tests.conftest import ROOT
-from tests.helpers import budgets_shown_with_errors, run, slices, write_table
+from tests.support.helpers import budgets_shown_with_errors, run, slices, write_table
+from tests.support.paths import ROOT
 
 DOC = ROOT / "docs" / "budget.md"
 SAMPLE = "generated/vllm/{}/vllm_bench_serve.json"

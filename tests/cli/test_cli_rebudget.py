@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from budgetdiff.budget import load_budget
-from tests.helpers import BUDGET, run, slices, write_table
+from tests.support.helpers import BUDGET, run, slices, write_table
 
 COMMENTED = """\
 # our chat SLO

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers import BUDGET, run, slices, write_table
+from tests.support.helpers import BUDGET, run, slices, write_table
 
 
 @pytest.fixture

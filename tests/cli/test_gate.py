@@ -17,10 +17,10 @@ from budgetdiff.budget import parse_budget
 from budgetdiff.errors import UsageError
 from budgetdiff.render.cells import change as change_cell
 from budgetdiff.table import Histogram, Run
-from tests.conftest import DEMO
-from tests.helpers import BUDGET, budget_file, compare_json, run, slices, write_table
+from tests.support.helpers import BUDGET, budget_file, compare_json, run, slices, write_table
+from tests.support.paths import DEMO, SAMPLES
 
-DATA = Path(__file__).parent / "data" / "fetched" / "inference-perf"
+DATA = SAMPLES / "fetched" / "inference-perf"
 # inference-perf's server-side summaries: mean, median, p90 and p99, no p95 (see the report)
 SUMMARY_BASE = DATA / "vllm_stage_0_prometheus_metrics.json"
 SUMMARY_HEAD = DATA / "vllm_summary_prometheus_metrics.json"
@@ -156,9 +156,7 @@ def test_an_unknown_request_count_is_shown_as_unknown_never_0(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # an LLMPerf summary cut down to its latency percentiles: it does not say how many ran
-    uncounted = (
-        Path(__file__).parent / "data" / "llmperf" / "anyscale_70b_summary_uncounted_gate.json"
-    )
+    uncounted = SAMPLES / "llmperf" / "anyscale_70b_summary_uncounted_gate.json"
     budget = budget_file(tmp_path, "version: 1\nslo: {total: 6000}\n")
     args = ["check", "--head", str(uncounted), "--budget", str(budget)]
     code, out, _ = run([*args, "--output", "json"], capsys)

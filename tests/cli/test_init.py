@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import yaml
 
-from tests.conftest import ROOT
-from tests.helpers import run
+from tests.support.helpers import run
+from tests.support.paths import ROOT
 
 WRITTEN = (
     "budget.yml",

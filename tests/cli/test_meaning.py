@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.helpers import budget_file, compare_json, run, slices, write_table
+from tests.support.helpers import budget_file, compare_json, run, slices, write_table
 
 
 def check_json(

@@ -8,7 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers import BUDGET, NO_SLICES, budget_file, compare_json, run, slices, write_table
+from tests.support.helpers import (
+    BUDGET,
+    NO_SLICES,
+    budget_file,
+    compare_json,
+    run,
+    slices,
+    write_table,
+)
 
 
 def test_ttft_without_budget_slices_comes_from_the_data(

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers import BUDGET, NO_SLICES, budget_file, compare_json, slices, write_table
+from tests.support.helpers import BUDGET, NO_SLICES, budget_file, compare_json, slices, write_table
 
 
 def test_a_single_run_pairs_with_the_same_load_in_a_file_of_several(

@@ -7,23 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import BUDGET, compare_json, run, slices, write_table
-
-SAMPLE = "generated/vllm/{}/vllm_bench_serve.json"
-
-
-def appended(samples: Path, side: str, tmp_path: Path) -> Path:
-    """A vLLM results file with two runs appended (concurrency 8 and 16), as --append-result
-    writes them; the concurrency-16 run of head is base's run again (no change)."""
-    runs = []
-    for concurrency in (8, 16):
-        source = side if concurrency == 8 else "base"
-        doc = json.loads((samples / SAMPLE.format(source)).read_text())
-        doc["max_concurrency"] = concurrency
-        runs.append(json.dumps(doc))
-    path = tmp_path / f"{side}.json"
-    path.write_text("\n".join(runs) + "\n")
-    return path
+from tests.support.helpers import (
+    BUDGET,
+    VLLM_SAMPLE,
+    appended,
+    compare_json,
+    run,
+    slices,
+    write_table,
+)
 
 
 def test_every_scenario_is_compared_and_the_worst_wins(
@@ -58,8 +50,8 @@ def test_every_scenario_is_compared_and_the_worst_wins(
 def test_different_load_is_not_a_regression(
     samples: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = json.loads((samples / SAMPLE.format("base")).read_text())
-    head = json.loads((samples / SAMPLE.format("head")).read_text())
+    base = json.loads((samples / VLLM_SAMPLE.format("base")).read_text())
+    head = json.loads((samples / VLLM_SAMPLE.format("head")).read_text())
     head["max_concurrency"] = 32
     (tmp_path / "b.json").write_text(json.dumps(base))
     (tmp_path / "h.json").write_text(json.dumps(head))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -14,9 +13,9 @@ import pytest
 import yaml
 
 from budgetdiff.budget import BudgetError, budget_keys, parse_budget
-from tests.helpers import budgets_shown_with_errors, run
+from tests.support.helpers import budgets_shown_with_errors, run
+from tests.support.paths import DEMO, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 KEYS = set(budget_keys())
 
@@ -57,7 +56,7 @@ def python_strings(source: str) -> list[str]:
 
 def written_budgets() -> dict[str, list[str]]:
     """Every budget text in the documentation and examples, and every one in the tests."""
-    docs: list[str] = [(ROOT / "budgetdiff" / "demo" / "budget.yml").read_text()]
+    docs: list[str] = [(DEMO / "budget.yml").read_text()]
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         markdown = path.read_text(encoding="utf-8")
         wrong = {yml for yml, _ in budgets_shown_with_errors(markdown)}  # shown with errors
@@ -66,7 +65,9 @@ def written_budgets() -> dict[str, list[str]]:
                 docs += python_strings(body) if lang == "python" else [body]
     docs += [p.read_text() for p in sorted((ROOT / "examples").rglob("*.yml"))]
     tests = [p.read_text() for p in sorted((ROOT / "tests").rglob("*.yml"))]
-    for path in sorted((ROOT / "tests").glob("*.py")):
+    for path in sorted((ROOT / "tests").rglob("*.py")):  # every folder of tests/
+        if "node_modules" in path.parts:
+            continue
         tests += python_strings(path.read_text(encoding="utf-8"))
     return {
         "docs": [t for t in docs if as_budget(t) is not None],

@@ -18,8 +18,8 @@ import pytest
 from budgetdiff.cli import main
 from budgetdiff.render.fit import Column, column, prose, table
 from budgetdiff.terminal import width
-from tests.conftest import DEMO
-from tests.helpers import write_table
+from tests.support.helpers import write_table
+from tests.support.paths import DEMO
 
 COMPARE = [
     "compare",

@@ -14,7 +14,7 @@ import pytest
 from budgetdiff.errors import InputError
 from budgetdiff.formats import ReadOptions, aiperf, genai_perf, guidellm, llmperf, sglang, vllm
 from budgetdiff.table import Run
-from tests.conftest import SAMPLES, sample_files, sample_roots
+from tests.support.paths import SAMPLES, sample_files, sample_roots
 
 GEN = SAMPLES / "generated"
 LLMPERF = SAMPLES / "fetched" / "llmperf"

@@ -13,7 +13,7 @@ import pytest
 from budgetdiff.errors import InputError
 from budgetdiff.formats import ReadOptions, native
 from budgetdiff.table import Run
-from tests.conftest import sample_files
+from tests.support.paths import sample_files
 
 OPTS = ReadOptions(slices=("queue", "prefill", "decode"))
 

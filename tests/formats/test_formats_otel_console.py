@@ -11,8 +11,8 @@ import pytest
 
 from budgetdiff.errors import InputError
 from budgetdiff.formats import ReadOptions, detect, otel_console
-from tests.conftest import sample_files
-from tests.helpers import run
+from tests.support.helpers import run
+from tests.support.paths import sample_files
 
 FOLDER = "generated/inference-perf-otel-console"
 

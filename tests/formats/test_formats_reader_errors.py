@@ -11,9 +11,10 @@ import pytest
 
 from budgetdiff.errors import BUG_EXIT_CODE, ReaderBug, ReadError, bug_message
 from budgetdiff.formats import ReadOptions, detect, registry
-from tests.helpers import run
+from tests.support.helpers import run
+from tests.support.paths import SAMPLES
 
-VLLM = Path(__file__).parent / "data" / "fuzz" / "vllm" / "fuzz_vllm_bench_serve.json"
+VLLM = SAMPLES / "fuzz" / "vllm" / "fuzz_vllm_bench_serve.json"
 BUDGET = "version: 1\nslo: {ttft: 1200, total: 6000}\n"
 
 

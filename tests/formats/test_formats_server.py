@@ -12,7 +12,7 @@ from budgetdiff.errors import InputError
 from budgetdiff.formats import ReadOptions, aiperf, inference_perf, otlp, prometheus
 from budgetdiff.formats.combine import combine
 from budgetdiff.table import Histogram, Itl, Run, histogram_quantile
-from tests.conftest import SAMPLES, sample_files, sample_path
+from tests.support.paths import SAMPLES, sample_files, sample_path
 
 GEN = SAMPLES / "generated"
 OPTS = ReadOptions()

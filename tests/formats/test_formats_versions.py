@@ -22,8 +22,8 @@ from budgetdiff.formats import (
     vllm,
 )
 from budgetdiff.table import Run
-from tests.conftest import SAMPLES
-from tests.helpers import run
+from tests.support.helpers import run
+from tests.support.paths import SAMPLES
 
 OPTS = ReadOptions()
 PCTS = (50.0, 90.0, 95.0, 99.0)

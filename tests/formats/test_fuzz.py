@@ -21,10 +21,10 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
-from tests.helpers import run
+from tests.support.helpers import run
+from tests.support.paths import DEMO, SAMPLES
 
-DATA = Path(__file__).parent / "data" / "fuzz"  # small cut-downs, see tests/data/SOURCES.md
-DEMO = Path(__file__).parents[1] / "budgetdiff" / "demo"
+DATA = SAMPLES / "fuzz"  # small cut-downs, see tests/data/SOURCES.md
 BUDGET = "version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\nfail_on: [breach]\n"
 # The demo's budget with every kind of key, for the budget mutants.
 BUDGET_FULL = """\

@@ -19,10 +19,10 @@ import pytest
 from budgetdiff.errors import InputError
 from budgetdiff.github.artifact import extract
 from budgetdiff.render.text import one_line
-from tests.helpers import BUDGET, run, slices, write_table
+from tests.support.helpers import BUDGET, run, slices, write_table
+from tests.support.paths import DEMO, SAMPLES
 
-DATA = Path(__file__).parent / "data" / "fuzz"  # small cut-downs, see tests/data/SOURCES.md
-DEMO = Path(__file__).parents[1] / "budgetdiff" / "demo"
+DATA = SAMPLES / "fuzz"  # small cut-downs, see tests/data/SOURCES.md
 SLO_ONLY = "version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n"
 
 

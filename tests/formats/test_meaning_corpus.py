@@ -23,9 +23,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.helpers import run
+from tests.support.helpers import run
+from tests.support.paths import SAMPLES
 
-CORPUS = Path(__file__).parent / "data" / "user_tables" / "meaning"
+CORPUS = SAMPLES / "user_tables" / "meaning"
 CASES = sorted(p.name for p in CORPUS.iterdir() if p.is_dir())
 BEFORE = ("network", "gateway", "queue", "prefill")  # `first_token` spans these
 AFTER = ("decode", "app")

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers import run
+from tests.support.helpers import run
 
 PAIRS = {
     "vllm": ("vllm/{}/vllm_bench_serve.json",),

@@ -18,8 +18,9 @@ import pandas as pd
 import pytest
 
 from budgetdiff.cli import main
+from tests.support.paths import ROOT, SAMPLES
 
-DATA = Path(__file__).parent / "data" / "user_tables"
+DATA = SAMPLES / "user_tables"
 MANIFEST: dict[str, dict[str, Any]] = json.loads((DATA / "MANIFEST.json").read_text())
 MS = {"ms": 1.0, "s": 1000.0, "us": 0.001}
 OK_ERRORS = {"", "ok", "none", "null", "nan", "false", "0"}
@@ -145,7 +146,7 @@ def test_the_corpus_files_are_what_the_tool_writes(tmp_path: Path) -> None:
     """The committed files are the generator's output (no hand edit drifts from it)."""
     import runpy
 
-    tool = Path(__file__).parent.parent / "tools" / "user_tables.py"
+    tool = ROOT / "tools" / "user_tables.py"
     ns = runpy.run_path(str(tool))
     corpus = ns["Corpus"]()
     for part in ("names", "spreadsheet", "slices", "units", "failures", "impossible"):

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from budgetdiff.formats.detect import FORMATS
-from tests.conftest import SAMPLES
-from tests.helpers import run
+from tests.support.helpers import run
+from tests.support.paths import SAMPLES
 
 FILES = [
     "generated/vllm/base/vllm_bench_serve.json",

@@ -6,7 +6,7 @@ import re
 
 from budgetdiff.api import compare
 from budgetdiff.render.markdown import render_markdown
-from tests.conftest import DEMO
+from tests.support.paths import DEMO
 
 
 def test_the_last_resort_cut_keeps_whole_lines() -> None:

@@ -6,29 +6,21 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fake_github import FakeGitHub, event_payload, make_zip
 
 import budgetdiff
 from budgetdiff import action
 from budgetdiff.cli import main
 from budgetdiff.errors import BudgetdiffError
+from tests.support.fake_github import REPO, TOKEN, FakeGitHub, event_payload, make_zip
+from tests.support.paths import DEMO
 
-DEMO = Path(__file__).resolve().parents[1] / "budgetdiff" / "demo"
-REPO = "Codertocat/Hello-World"
 # (kind, message) of each finding and the verdict; or the error's message and exit code
 Outcome = tuple[str, tuple[tuple[str, str], ...]] | tuple[str, int]
-
-
-@pytest.fixture
-def gh() -> Iterator[FakeGitHub]:
-    with FakeGitHub(repo=REPO) as server:
-        yield server
-    assert server.errors == []
 
 
 @dataclass(frozen=True)
@@ -52,7 +44,7 @@ def environ(tmp_path: Path, gh: FakeGitHub) -> dict[str, str]:
     for name in ("summary.md", "output.txt"):
         (tmp_path / name).touch()
     return {
-        "GITHUB_TOKEN": "test-token-s3cr3t",
+        "GITHUB_TOKEN": TOKEN,
         "GITHUB_API_URL": gh.api_url,
         "GITHUB_REPOSITORY": REPO,
         "GITHUB_EVENT_NAME": "pull_request",

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from budgetdiff import action
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
 EXAMPLES = sorted((ROOT / "examples" / "workflows").glob("*.yml"))
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))

@@ -7,12 +7,10 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from fake_github import BOT, FakeGitHub, event_payload, make_zip
 
 from budgetdiff import action
 from budgetdiff.cli import main
@@ -21,51 +19,17 @@ from budgetdiff.github import GitHubContext, fetch_base_artifact
 from budgetdiff.github.artifact import Limits, extract
 from budgetdiff.github.comment import marker
 from budgetdiff.options import RunOptions
-
-DEMO = Path(__file__).resolve().parents[1] / "budgetdiff" / "demo"
-TOKEN = "test-token-s3cr3t"
-REPO = "Codertocat/Hello-World"
-PR = 2
-
-
-@pytest.fixture
-def gh() -> Iterator[FakeGitHub]:
-    with FakeGitHub(repo=REPO) as server:
-        yield server
-    assert server.errors == []
-
-
-def make_env(
-    tmp_path: Path,
-    gh: FakeGitHub,
-    kind: str = "pull_request.opened",
-    payload: dict[str, object] | None = None,
-    **extra: str,
-) -> dict[str, str]:
-    event = tmp_path / "event.json"
-    payload = payload or event_payload(kind)
-    event.write_text(json.dumps(payload), encoding="utf-8")
-    pull = payload.get("pull_request")
-    if isinstance(pull, dict):  # GitHub knows the PR, at this head
-        gh.add_pull(pull["number"], pull["head"]["sha"])
-    for name in ("summary.md", "output.txt"):
-        (tmp_path / name).touch()
-    runner_temp = tmp_path / "runner"
-    runner_temp.mkdir(exist_ok=True)
-    env = {
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_TOKEN": TOKEN,
-        "GITHUB_API_URL": gh.api_url,
-        "GITHUB_REPOSITORY": REPO,
-        "GITHUB_EVENT_NAME": kind.split(".")[0],
-        "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-        "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
-        "GITHUB_SHA": "c" * 40,
-        "RUNNER_TEMP": str(runner_temp),
-    }
-    env.update(extra)
-    return env
+from tests.support.fake_github import (
+    BOT,
+    PR,
+    REPO,
+    TOKEN,
+    FakeGitHub,
+    event_payload,
+    make_env,
+    make_zip,
+)
+from tests.support.paths import DEMO
 
 
 def outputs(env: dict[str, str]) -> dict[str, str]:
@@ -617,8 +581,8 @@ def test_workflow_run_pull_requests_of_this_repository_are_used(
 
 def _pair(tmp_path: Path, regressed: bool) -> list[str]:
     """compare args for a seeded pair against its budget: a pass, or decode regressed (fail)."""
-    from tests.comment_states import BUDGET, _data
-    from tests.helpers import write_table
+    from tests.support.comment_states import BUDGET, _data
+    from tests.support.helpers import write_table
 
     base = write_table(tmp_path / "base.csv", _data(1))
     head = write_table(tmp_path / "head.csv", _data(2, decode_tail=1.3 if regressed else 1.0))

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from fake_github import BOT, FakeGitHub, event_payload
 
 from budgetdiff.errors import UsageError
 from budgetdiff.github import Publication, publish, validate_report_id
@@ -19,44 +17,7 @@ from budgetdiff.github.actions import command, format_outputs
 from budgetdiff.github.api import ApiError, GitHubClient
 from budgetdiff.github.comment import COMMENT_MAX_CHARS, fit, marker, text_length
 from budgetdiff.results import Finding
-
-TOKEN = "test-token-s3cr3t"
-REPO = "Codertocat/Hello-World"
-PR = 2  # the number in the pull_request.opened payload
-
-
-@pytest.fixture
-def gh() -> Iterator[FakeGitHub]:
-    with FakeGitHub() as server:
-        yield server
-    assert server.errors == []
-
-
-def make_env(
-    tmp_path: Path, gh: FakeGitHub, kind: str = "pull_request.opened", **extra: str
-) -> dict[str, str]:
-    event = tmp_path / "event.json"
-    payload = event_payload(kind)
-    event.write_text(json.dumps(payload), encoding="utf-8")
-    if isinstance(payload.get("pull_request"), dict):  # GitHub knows the PR, at this head
-        gh.add_pull(payload["pull_request"]["number"], payload["pull_request"]["head"]["sha"])
-    summary = tmp_path / "summary.md"
-    output = tmp_path / "output.txt"
-    summary.touch()
-    output.touch()
-    env = {
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_TOKEN": TOKEN,
-        "GITHUB_API_URL": gh.api_url,
-        "GITHUB_REPOSITORY": REPO,
-        "GITHUB_EVENT_NAME": kind.split(".")[0],
-        "GITHUB_EVENT_PATH": str(event),
-        "GITHUB_STEP_SUMMARY": str(summary),
-        "GITHUB_OUTPUT": str(output),
-        "GITHUB_SHA": "c" * 40,
-    }
-    env.update(extra)
-    return env
+from tests.support.fake_github import BOT, PR, REPO, TOKEN, FakeGitHub, event_payload, make_env
 
 
 def renderer(text: str) -> Any:
@@ -417,7 +378,7 @@ def test_workflow_run_from_a_fork_finds_the_pr_by_head_sha(tmp_path: Path, gh: F
     env = make_env(tmp_path, gh, "workflow_run.completed.no_pr", GITHUB_REPOSITORY=gh.repo)
     assert publish(make_pub(tmp_path), env) == []
     assert len(gh.comments_on(9)) == 1 and gh.comments_on(7) == []
-    assert ops(gh, "GET")[0] == f"/repos/octo-org/octo-repo/commits/{head_sha}/pulls"
+    assert ops(gh, "GET")[0] == f"/repos/{gh.repo}/commits/{head_sha}/pulls"
 
 
 def test_workflow_run_whose_commit_has_no_open_pr_comments_nowhere(

@@ -7,25 +7,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_github import FakeGitHub
-from test_github_flows import DEMO, PR, REPO, make_env
 
 from budgetdiff import action
 from budgetdiff.github.context import HISTORY_REMOTE_ENV, GitHubContext
 from budgetdiff.github.history_store import Store
+from tests.support.fake_github import PR, FakeGitHub, make_env
+from tests.support.paths import DEMO
 
 BRANCH = "budgetdiff-history"
-
-
-@pytest.fixture
-def gh() -> Iterator[FakeGitHub]:
-    with FakeGitHub(repo=REPO) as server:
-        yield server
-    assert server.errors == []
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from cmarkgfm.cmark import Options
 
-from tests.helpers import run, write_table
+from tests.support.helpers import run, write_table
 
 HOSTILE = [
     "a|b",

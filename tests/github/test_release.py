@@ -10,7 +10,7 @@ import yaml
 
 import budgetdiff
 from budgetdiff.cli import main
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 
 RELEASE = yaml.safe_load((ROOT / ".github/workflows/release.yml").read_text(encoding="utf-8"))
 

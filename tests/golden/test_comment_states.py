@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from budgetdiff.github.comment import COMMENT_MAX_CHARS
-from tests.comment_states import STATES
-
-GOLDEN = Path(__file__).parent / "golden"
+from tests.support.comment_states import STATES
+from tests.support.paths import GOLDEN
 
 
 @pytest.mark.parametrize("name", list(STATES))

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run
-
-GOLDEN = Path(__file__).parent / "golden"
+from tests.support.helpers import run
+from tests.support.history import BUDGET, build_history, write_run
+from tests.support.paths import GOLDEN
 
 
 @pytest.mark.parametrize("output,name", [("markdown", "demo.md"), ("table", "demo.txt")])
@@ -34,8 +34,6 @@ def test_history_section_matches_golden(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The comment's trend table and drift findings (issue 14), from fixed-seed runs."""
-    from tests.test_history import BUDGET, build_history, write_run
-
     monkeypatch.chdir(tmp_path)
     build_history(Path("."), capsys, [1.02**i for i in range(15)])
     write_run(Path("pr.csv"), 99, 1.02**15)

@@ -16,13 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import budgetdiff
-from tests.helpers import run
-from tests.test_scenarios import appended
+from tests.support.helpers import appended, run
+from tests.support.paths import DEMO, GOLDEN, SAMPLES
 
-GOLDEN = Path(__file__).parent / "golden" / "cli"
-DEMO = Path(budgetdiff.__file__).parent / "demo"
-DATA = Path(__file__).parent / "data"
+CLI_GOLDEN = GOLDEN / "cli"
 DEMO_FILES = {
     "base.csv": DEMO / "base.csv",
     "head.csv": DEMO / "head.csv",
@@ -30,12 +27,12 @@ DEMO_FILES = {
 }
 SLO_ONLY = "version: 1\nslo: {ttft: 1200, total: 6000}\n"
 AGGREGATE = {
-    "base.json": DATA / "vllm" / "vllm_aggregate_base_vllm_bench_serve.json",
-    "head.json": DATA / "vllm" / "vllm_aggregate_head_vllm_bench_serve.json",
+    "base.json": SAMPLES / "vllm" / "vllm_aggregate_base_vllm_bench_serve.json",
+    "head.json": SAMPLES / "vllm" / "vllm_aggregate_head_vllm_bench_serve.json",
 }
 PROMETHEUS = {
-    "base.prom": DATA / "generated" / "prometheus" / "vllm-base" / "metrics_after.prom",
-    "head.prom": DATA / "generated" / "prometheus" / "vllm-head" / "metrics_after.prom",
+    "base.prom": SAMPLES / "generated" / "prometheus" / "vllm-base" / "metrics_after.prom",
+    "head.prom": SAMPLES / "generated" / "prometheus" / "vllm-head" / "metrics_after.prom",
 }
 
 
@@ -52,7 +49,7 @@ class Case:
 def _scenario_files(tmp: Path) -> None:
     """Two vLLM runs appended per side (concurrency 8 and 16), as `--append-result` writes them."""
     for side in ("base", "head"):
-        appended(DATA, side, tmp)
+        appended(SAMPLES, side, tmp)
     _slo_only(tmp)
 
 
@@ -127,4 +124,4 @@ def test_command_output_matches_golden(
     monkeypatch.chdir(tmp_path)
     text = _transcript(name, CASES[name], tmp_path, capsys)
     assert "Traceback" not in text and str(tmp_path) not in text
-    golden(GOLDEN / name, text)
+    golden(CLI_GOLDEN / name, text)

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-NODE_MODULES = Path(__file__).parent / "browser" / "node_modules"
+from tests.support.paths import ROOT
+
+NODE_MODULES = ROOT / "tests" / "browser" / "node_modules"
 MERMAID_JS = NODE_MODULES / "mermaid" / "dist" / "mermaid.min.js"
 FLAGS = [
     "--headless",

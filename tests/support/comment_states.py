@@ -15,7 +15,7 @@ import numpy as np
 import budgetdiff
 from budgetdiff.cli import main
 from budgetdiff.report import Report, Scenario
-from tests.helpers import slices, write_table
+from tests.support.helpers import slices, write_table
 
 BUDGET = {
     "version": 1,

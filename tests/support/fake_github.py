@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-SPEC_PATH = Path(__file__).resolve().parent / "data" / "github" / "openapi-subset.json"
-EVENTS_PATH = Path(__file__).resolve().parent / "data" / "github" / "event-payloads.json"
+from tests.support.paths import SAMPLES
+
+SPEC_PATH = SAMPLES / "github" / "openapi-subset.json"
+EVENTS_PATH = SAMPLES / "github" / "event-payloads.json"
 BOT = "github-actions[bot]"
 COMMENT_LIMIT = 65_536
 
@@ -619,3 +621,45 @@ def make_zip(files: dict[str, bytes], *, symlinks: dict[str, str] | None = None)
 def event_payload(kind: str) -> dict[str, Any]:
     payloads: dict[str, Any] = json.loads(EVENTS_PATH.read_text(encoding="utf-8"))
     return dict(payloads[kind])
+
+
+# the repository, PR and token of the Action runs the tests simulate (the PR's number is that of
+# the pull_request.opened payload)
+TOKEN = "test-token-s3cr3t"
+REPO = "Codertocat/Hello-World"
+PR = 2
+
+
+def make_env(
+    tmp_path: Path,
+    gh: FakeGitHub,
+    kind: str = "pull_request.opened",
+    payload: dict[str, object] | None = None,
+    **extra: str,
+) -> dict[str, str]:
+    """The environment of an Action run on `kind`'s event (payload from the OpenAPI examples unless
+    given), with its files under `tmp_path`; `gh` learns the event's PR at its head."""
+    event = tmp_path / "event.json"
+    payload = payload or event_payload(kind)
+    event.write_text(json.dumps(payload), encoding="utf-8")
+    pull = payload.get("pull_request")
+    if isinstance(pull, dict):  # GitHub knows the PR, at this head
+        gh.add_pull(pull["number"], pull["head"]["sha"])
+    for name in ("summary.md", "output.txt"):
+        (tmp_path / name).touch()
+    runner_temp = tmp_path / "runner"
+    runner_temp.mkdir(exist_ok=True)
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_TOKEN": TOKEN,
+        "GITHUB_API_URL": gh.api_url,
+        "GITHUB_REPOSITORY": REPO,
+        "GITHUB_EVENT_NAME": kind.split(".")[0],
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
+        "GITHUB_SHA": "c" * 40,
+        "RUNNER_TEMP": str(runner_temp),
+    }
+    env.update(extra)
+    return env

@@ -92,3 +92,20 @@ SHOWN_WITH_ERRORS = re.compile(
 def budgets_shown_with_errors(markdown: str) -> list[tuple[str, list[str]]]:
     """Each wrong budget in `markdown` and the error lines shown under it."""
     return [(yml, said.splitlines()) for yml, said in SHOWN_WITH_ERRORS.findall(markdown)]
+
+
+VLLM_SAMPLE = "generated/vllm/{}/vllm_bench_serve.json"
+
+
+def appended(samples: Path, side: str, tmp_path: Path) -> Path:
+    """A vLLM results file with two runs appended (concurrency 8 and 16), as --append-result
+    writes them; the concurrency-16 run of head is base's run again (no change)."""
+    runs = []
+    for concurrency in (8, 16):
+        source = side if concurrency == 8 else "base"
+        doc = json.loads((samples / VLLM_SAMPLE.format(source)).read_text())
+        doc["max_concurrency"] = concurrency
+        runs.append(json.dumps(doc))
+    path = tmp_path / f"{side}.json"
+    path.write_text("\n".join(runs) + "\n")
+    return path

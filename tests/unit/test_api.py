@@ -18,8 +18,8 @@ from budgetdiff.cli import main
 from budgetdiff.errors import BudgetError, InputError, ReaderBug, UsageError
 from budgetdiff.report import FRAME_COLUMNS, Report
 from budgetdiff.testing import assert_within_budget
-from tests.conftest import DEMO, ROOT
-from tests.helpers import BUDGET
+from tests.support.helpers import BUDGET
+from tests.support.paths import DEMO, ROOT
 
 BASE, HEAD, DEMO_BUDGET = DEMO / "base.csv", DEMO / "head.csv", DEMO / "budget.yml"
 

@@ -23,7 +23,7 @@ from budgetdiff.attribution import (
 )
 from budgetdiff.formats import ReadOptions, vllm
 from budgetdiff.table import UNATTRIBUTED, FloatArray
-from tests.conftest import SAMPLES
+from tests.support.paths import SAMPLES
 
 
 def _slices(rng: np.random.Generator, k: int, n: int) -> dict[str, FloatArray]:

@@ -15,9 +15,10 @@ import jsonschema
 import pytest
 
 from budgetdiff.budget import BudgetError, json_schema, validate_budget
-from tests.helpers import run, slices, write_table
+from tests.support.helpers import run, slices, write_table
+from tests.support.paths import GOLDEN
 
-GOLDEN = Path(__file__).parent / "golden" / "budget-messages.txt"
+MESSAGES = GOLDEN / "budget-messages.txt"
 FULL: dict[str, Any] = {
     "version": 1,
     "percentile": 95,
@@ -86,7 +87,7 @@ def outcome(budget: dict[str, Any]) -> str:
 def test_every_mistake_in_every_key_gives_its_message(golden: Callable[[Path, str], None]) -> None:
     lines = [f"{name}\n    {outcome(budget)}" for name, budget, _ in cases()]
     assert len(lines) > 400
-    golden(GOLDEN, "\n".join(lines) + "\n")
+    golden(MESSAGES, "\n".join(lines) + "\n")
 
 
 # What a schema cannot say: that a name is one of the slices (or a row of the report), the bounds

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from importlib.resources import files
 from pathlib import Path
 
 import numpy as np
@@ -14,38 +13,7 @@ import budgetdiff.api
 from budgetdiff import changepoint, history
 from budgetdiff.cli import main
 from budgetdiff.report import Scenario
-
-BUDGET = str(files("budgetdiff") / "demo" / "budget.yml")
-MEDIANS = {"network": 40.0, "queue": 30.0, "prefill": 300.0, "decode": 2000.0, "app": 50.0}
-
-
-def write_run(path: Path, seed: int, decode: float = 1.0, n: int = 2000) -> Path:
-    """A native per-request table: lognormal slices, decode scaled by `decode`."""
-    rng = np.random.default_rng(seed)
-    cols = {k: v * np.exp(0.3 * rng.standard_normal(n)) for k, v in MEDIANS.items()}
-    cols["decode"] = cols["decode"] * decode
-    lines = ["request_id," + ",".join(f"{k}_ms" for k in cols)]
-    lines += [f"r{i}," + ",".join(f"{cols[k][i]:.3f}" for k in cols) for i in range(n)]
-    path.write_text("\n".join(lines) + "\n")
-    return path
-
-
-def check_line(head: Path, capsys: pytest.CaptureFixture[str]) -> str:
-    """What `budgetdiff check --head FILE --output json` prints, on one line."""
-    assert main(["check", "--head", str(head), "--budget", BUDGET, "--output", "json"], {}) == 0
-    return json.dumps(json.loads(capsys.readouterr().out), separators=(",", ":"))
-
-
-def build_history(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], factors: list[float], seed: int = 0
-) -> Path:
-    runs = tmp_path / "history.jsonl"
-    lines = [
-        check_line(write_run(tmp_path / f"main{i}.csv", seed + i, f), capsys)
-        for i, f in enumerate(factors)
-    ]
-    runs.write_text("\n".join(lines) + "\n")
-    return runs
+from tests.support.history import BUDGET, build_history, check_line, write_run
 
 
 def compare_json(
@@ -181,33 +149,6 @@ def test_missing_history_file_is_one_line_exit_2(
 def test_a_sparkline_spans_the_bars_low_to_high_and_a_flat_one_sits_in_the_middle() -> None:
     assert history.sparkline([1, 2, 3, 4, 5, 6, 7, 8]) == "▁▂▃▄▅▆▇█"
     assert history.sparkline([3, 3]) == "▄▄"
-
-
-def test_trend_page_draws_every_chart_in_chromium(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from tests.browser import chromium, dump_dom
-
-    chromium()
-    runs = build_history(tmp_path, capsys, [1.02**i for i in range(6)])
-    page = tmp_path / "trend.html"
-    code = main(
-        ["compare", "--budget", BUDGET, "--base", str(tmp_path / "main5.csv"),
-         "--head", str(write_run(tmp_path / "pr.csv", 50, 1.15)), "--history", str(runs),
-         "--html", str(page), "--output", "json"], {}
-    )  # fmt: skip
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0
-    text = page.read_text()
-    assert "<script src" not in text and "http" not in text.split("<script>")[0]  # no network
-    dom = dump_dom(page)
-    body = dom[dom.index("<body") : dom.index(">", dom.index("<body"))]
-    assert "data-errors" not in body  # no script error, no chart that threw
-    rows = len(report["slo"]) + len(report["slices"])  # a trend and a CDF for each
-    assert f'data-charts="{2 * rows}"' in body
-    assert dom.count('class="uplot') == 2 * rows
-    assert dom.count("<canvas") == 2 * rows
-    assert "decode at p95 (drift)" in dom and "decode: base vs head" in dom
 
 
 def test_history_command_prints_trends_and_writes_the_page(

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parent.parent / "budgetdiff"
+from tests.support import paths
+
+ROOT = paths.ROOT / "budgetdiff"
 # the stages, in the order data flows; a module belongs to the first stage naming its top name
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("errors", "numbers", "units", "table", "stats", "changepoint")),

@@ -23,7 +23,7 @@ from budgetdiff.prepare import prepare
 from budgetdiff.results import Comparison
 from budgetdiff.rows import compare
 from budgetdiff.table import Run
-from tests.helpers import compare_json, run, write_table
+from tests.support.helpers import compare_json, run, write_table
 
 NAMES = ("network", "queue", "prefill", "decode", "app")
 UPGRADE_BUDGET = """\

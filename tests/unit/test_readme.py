@@ -13,7 +13,7 @@ import yaml
 
 from budgetdiff.cli import main
 from budgetdiff.formats.registry import names
-from tests.conftest import ROOT
+from tests.support.paths import ROOT
 from tools.build_readme import BEGIN, END, build
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -21,8 +21,9 @@ from budgetdiff.budget_file import (
 )
 from budgetdiff.errors import BudgetError
 from budgetdiff.rebudget import feasibility, missing_slices, propose
+from tests.support.paths import ROOT
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "rebudget.md"
+DOC = ROOT / "docs" / "rebudget.md"
 NAMES = ("network", "queue", "prefill", "decode", "app")
 
 

@@ -14,7 +14,7 @@ import pytest
 from budgetdiff.formats import ReadOptions, detect
 from budgetdiff.stats import percentile, percentiles
 from budgetdiff.table import repeated_ids
-from tests.helpers import slices, write_table
+from tests.support.helpers import slices, write_table
 
 
 def test_percentile_is_numpys_exactly() -> None:
