@@ -182,7 +182,9 @@ def main(environ: Mapping[str, str] | None = None) -> int:
         o, env = build(environ)
         edge = Edge(environ=env, out=sys.stdout, github=GitHubContext.from_environ(env))
         if _head_alone(o):  # the push-to-main history job: nothing to compare with
-            print(actions.command("notice", "no base given: head checked alone", title="budgetdiff"))
+            print(
+                actions.command("notice", "no base given: head checked alone", title="budgetdiff")
+            )
             return check.run(o, edge)
         return compare.run(o, edge)
 

@@ -7,6 +7,16 @@ import pytest
 
 from tests.support.paths import SAMPLES
 
+BROWSER_TESTS = Path(__file__).parent / "browser"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/browser/ launches headless Chromium: marked `browser`, so
+    `-m "not browser"` deselects them on a machine without it (CI runs them all)."""
+    for item in items:
+        if item.path.is_relative_to(BROWSER_TESTS):
+            item.add_marker(pytest.mark.browser)
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(

@@ -24,6 +24,8 @@ import pytest
 from tests.support.helpers import run
 from tests.support.paths import DEMO, SAMPLES
 
+pytestmark = pytest.mark.slow  # hundreds of mutants through the CLI: `-m "not slow"` skips them
+
 DATA = SAMPLES / "fuzz"  # small cut-downs, see tests/data/SOURCES.md
 BUDGET = "version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\nfail_on: [breach]\n"
 # The demo's budget with every kind of key, for the budget mutants.

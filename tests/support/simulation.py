@@ -1,5 +1,5 @@
-"""Simulated benchmark runs for the statistics suite (tests/unit/test_stats_simulation.py) and for the
-tables in docs/statistics.md (tools/stats_tables.py prints them from the same code).
+"""Simulated benchmark runs for the statistics suite (tests/unit/test_stats_simulation.py) and
+for the tables in docs/statistics.md (tools/stats_tables.py prints them from the same code).
 
 A report has 7 rows tested together (Holm), as the demo budget gives: the slices network, queue,
 prefill, decode, app, plus ttft = network + queue + prefill and total = their sum, per request.

@@ -1,9 +1,9 @@
 """Simulations of budgetdiff.stats: A/A false-flag rate, power, MDE and attainment coverage.
 
-The generators live in tests/support/simulation.py (tools/stats_tables.py prints the docs' tables from
-the same code). A report has 7 rows tested together (Holm). Fixed seeds. A/A rates are checked
-two ways: the point estimate at or below 1 - confidence, and the upper end of its exact 95%
-interval at or below 6.5% (so a rate that only passes by simulation luck fails).
+The generators live in tests/support/simulation.py (tools/stats_tables.py prints the docs'
+tables from the same code). A report has 7 rows tested together (Holm). Fixed seeds. A/A rates
+are checked two ways: the point estimate at or below 1 - confidence, and the upper end of its
+exact 95% interval at or below 6.5% (so a rate that only passes by simulation luck fails).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from budgetdiff.rows import compare
 from budgetdiff.stats import attainment, compare_percentile, decide, interval
 from budgetdiff.table import Run
 from tests.support import simulation as sim
+
+pytestmark = pytest.mark.slow  # thousands of simulated runs per test: `-m "not slow"` skips them
 
 P = sim.P
 CONFIDENCE = sim.CONFIDENCE
