@@ -14,8 +14,7 @@ bench:
 
 golden:
 	@bash scripts/setup.sh dev
-	.venv/bin/pytest tests/test_golden.py tests/test_golden_cli.py tests/test_comment_states.py \
-		tests/test_budget_checks.py --update-golden
+	.venv/bin/pytest tests/golden tests/unit/test_budget_checks.py --update-golden
 
 # PNGs of the rendered PR comment (headless Chromium, the real Mermaid): docs/comment-demo.png
 # for the README, and every golden comment state under build/screenshots/.

@@ -5,35 +5,17 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-# the real tool files the tests read, cut down from the tools' own outputs (tests/data/SOURCES.md
-# names each source); the tests read only these, so a lone clone runs exactly what CI runs
-SAMPLES = ROOT / "tests" / "data"
-DEMO = ROOT / "budgetdiff" / "demo"
+from tests.support.paths import SAMPLES
+
+BROWSER_TESTS = Path(__file__).parent / "browser"
 
 
-def sample_roots() -> list[Path]:
-    """Where the tests' real tool files are: tests/data."""
-    return [SAMPLES]
-
-
-def sample_files() -> list[Path]:
-    """Every tool file under the sample roots (not tests/data's GitHub descriptions, notes, the
-    fuzzer's seeds, which are cut-downs of these, or the hand-made user tables)."""
-    return sorted(
-        p
-        for root in sample_roots()
-        for p in root.rglob("*")
-        if p.is_file()
-        and p.parent != root
-        and p.relative_to(root).parts[0] not in ("github", "fuzz", "user_tables")
-    )
-
-
-def sample_path(path: Path) -> str:
-    """`path` relative to the sample root that holds it, e.g. `generated/vllm/base/x.json`."""
-    root = next(r for r in sample_roots() if path.is_relative_to(r))
-    return path.relative_to(root).as_posix()
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/browser/ launches headless Chromium: marked `browser`, so
+    `-m "not browser"` deselects them on a machine without it (CI runs them all)."""
+    for item in items:
+        if item.path.is_relative_to(BROWSER_TESTS):
+            item.add_marker(pytest.mark.browser)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

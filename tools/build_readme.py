@@ -5,7 +5,7 @@ part of it that would drift is the Action's interface, so that part is generated
 two markers below, README.md has every input (its default and the first sentence of its
 description) and every output, and docs/github.md the same with the whole descriptions (when
 one would change an input). `python tools/build_readme.py` rewrites both; `--check` (and
-tests/test_readme.py) fails when either is out of date.
+tests/unit/test_readme.py) fails when either is out of date.
 """
 
 from __future__ import annotations

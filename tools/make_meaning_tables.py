@@ -6,7 +6,7 @@ shapes people write themselves (issue 23): slices without a total, a budget that
 the slices, timestamps beside the slices, a TTFT column standing for the slices before the
 first token, overlapping and missing slices, too few requests, request ids that coincide,
 a head that re-ran part of the base, different workloads. The test
-(`tests/test_meaning_corpus.py`) computes the truth from each file with numpy on its own.
+(`tests/formats/test_meaning_corpus.py`) computes the truth from each file with numpy on its own.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
     python tools/native_doc.py          # rewrite the page
     python tools/native_doc.py --check  # exit 1 when the page differs from the list
 
-tests/test_native_doc.py keeps the page equal to what this writes.
+tests/formats/test_native_doc.py keeps the page equal to what this writes.
 """
 
 from __future__ import annotations

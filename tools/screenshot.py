@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from budgetdiff.cli import main  # noqa: E402
-from tests.browser import mermaid_js, screenshot  # noqa: E402
-from tests.comment_page import comment_page  # noqa: E402
+from tests.support.browser import mermaid_js, screenshot  # noqa: E402
+from tests.support.comment_page import comment_page  # noqa: E402
 
 
 def shoot(markdown: str, png: Path, height: int) -> None:

@@ -1,7 +1,7 @@
 """Print the simulation tables of docs/statistics.md, from the simulation suite's own code.
 
-The scenarios, seeds and sizes are those of tests/test_stats_simulation.py (generators in
-tests/simulation.py), so the figures are the ones the tests assert on. Takes a few minutes.
+The scenarios, seeds and sizes are those of tests/unit/test_stats_simulation.py (generators in
+tests/support/simulation.py), so the figures are the ones the tests assert on. Takes a few minutes.
 Run from the repository root: `.venv/bin/python -m tools.stats_tables [--reports N]`
 (scipy, a dev dependency, gives the exact intervals).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from tests import simulation as sim
+from tests.support import simulation as sim
 
 A_A = [(sc, 1000, 1201) for sc in sim.CORRELATED] + [
     (sim.CORRELATED[0], 200, 1202),

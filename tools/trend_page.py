@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from budgetdiff.cli import main  # noqa: E402
-from tests.test_history import BUDGET, write_run  # noqa: E402 (the tests' simulated runs)
+from tests.support.history import BUDGET, write_run  # noqa: E402 (the tests' simulated runs)
 
 
 def run(path: Path, seed: int, decode: float) -> str:

@@ -1,6 +1,6 @@
 """Correlation in arrival order: is it there, and by how much does it inflate the variance of a
 share (the share of requests below a percentile, or meeting the SLO)? Batch means, checked by a
-runs test. Chosen by simulation (tests/test_stats_simulation.py, docs/statistics.md)."""
+runs test. Chosen by simulation (tests/unit/test_stats_simulation.py, docs/statistics.md)."""
 
 from __future__ import annotations
 

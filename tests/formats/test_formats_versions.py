@@ -1,0 +1,640 @@
+"""Every version of every tool's file: each shape read from a real (cut-down) file, its numbers
+checked against the tool's own summary of the same run, and its requests and failures counted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from budgetdiff.errors import InputError
+from budgetdiff.formats import (
+    ReadOptions,
+    aiperf,
+    detect,
+    genai_perf,
+    guidellm,
+    inference_perf,
+    llmperf,
+    prometheus,
+    sglang,
+    vllm,
+)
+from budgetdiff.table import Run
+from tests.support.helpers import run
+from tests.support.paths import SAMPLES
+
+OPTS = ReadOptions()
+PCTS = (50.0, 90.0, 95.0, 99.0)
+
+
+def _only(module: object, path: Path) -> Run:
+    data = path.read_bytes()
+    assert detect.detect(data, path.name, OPTS).module is module, path
+    (one,) = detect.read(data, path.name, "auto", OPTS)
+    return one
+
+
+# ---------------------------------------------------------------- AIPerf 0.1 (autumn 2025)
+AIPERF_EARLY = SAMPLES / "aiperf"
+
+
+def test_aiperf_early_records_match_its_own_aggregate() -> None:
+    """`ttft` / `ttst` instead of `time_to_first_token`: TTFT is read, not dropped."""
+    records = _only(aiperf, AIPERF_EARLY / "aiperf_early_schema_profile_export.jsonl")
+    agg = json.loads((AIPERF_EARLY / "aiperf_early_schema_profile_export_aiperf.json").read_text())
+    stats = agg["records"]
+    assert records.n == 100 and records.ok is not None
+    assert int(records.ok.sum()) == stats["request_count"]["avg"] == 89
+    assert int((~records.ok).sum()) == stats["error_request_count"]["avg"] == 11
+    assert records.ttft is not None and records.total is not None
+    ok = records.ok
+    for q in PCTS:
+        assert np.percentile(records.ttft[ok], q) == pytest.approx(stats["ttft"][f"p{q:g}"])
+        want = stats["request_latency"][f"p{q:g}"]
+        assert np.percentile(records.total[ok], q) == pytest.approx(want)
+    assert set(records.slices) == {"first_token", "decode"}
+    assert records.meta["schema"] == aiperf.EARLY_SCHEMA
+
+
+def test_aiperf_early_aggregate_is_detected_and_read() -> None:
+    path = AIPERF_EARLY / "aiperf_early_schema_profile_export_aiperf.json"
+    stats = json.loads(path.read_text())["records"]
+    agg = _only(aiperf, path)
+    assert agg.n == 0 and agg.summary_count == 100 and agg.meta["failures"] == 11
+    for name, metric in (
+        ("ttft", "ttft"),
+        ("total", "request_latency"),
+        ("tpot", "inter_token_latency"),
+    ):
+        assert agg.summary[name] == {
+            float(k[1:]): v for k, v in stats[metric].items() if k.startswith("p")
+        }
+    assert agg.meta["model"] == "openai/gpt-oss-20b" and agg.meta["concurrency"] == 100
+
+
+def test_aiperf_early_aggregate_under_format_aiperf(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 5000, total: 10000}\n")
+    path = AIPERF_EARLY / "aiperf_early_schema_profile_export_aiperf.json"
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--format", "aiperf"]
+    code, out, err = run([*argv, "--output", "json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["requests"]["head"] == 100 and report["failed"]["head"] == 11
+    ttft = next(r for r in report["slo"] if r["metric"] == "ttft")
+    assert ttft["head_ms"] == pytest.approx(3825.278, abs=1e-3)  # the file's own p95
+
+
+# ---------------------------------------------------------------- what the report says it read
+def test_report_names_format_and_schema_of_each_side(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 5000, total: 10000}\n")
+    base = SAMPLES / "generated/aiperf/base/profile_export_aiperf.json"
+    head = AIPERF_EARLY / "aiperf_early_schema_profile_export_aiperf.json"
+    argv = ["compare", "--base", str(base), "--head", str(head), "--budget", str(budget)]
+    code, out, err = run([*argv, "--output", "json"], capsys)
+    assert code in (0, 1), err
+    inputs = json.loads(out)["inputs"]
+    assert inputs["base"] == {
+        "source": str(base),
+        "format": "aiperf",
+        "schema": "1.4",
+        "tool_version": "0.13.0",
+        "columns": [],  # a tool's own format: no table of columns to map
+    }
+    assert inputs["head"]["format"] == "aiperf"
+    assert inputs["head"]["schema"] == aiperf.EARLY_SCHEMA
+    assert inputs["head"]["tool_version"] is None
+    _, table, _ = run(argv, capsys)
+    read = "read: base aiperf (schema 1.4, aiperf 0.13.0) · head aiperf (schema 0.1 (records/tag"
+    assert read in " ".join(table.split())  # wrapped at 80 columns
+    _, markdown, _ = run([*argv, "--output", "markdown"], capsys)
+    assert markdown.rstrip().splitlines()[-1].startswith("<sub>read: base aiperf (schema 1.4")
+
+
+# ---------------------------------------------------------------- LLMPerf with failures
+LLMPERF_FAILURES = SAMPLES / "llmperf" / "llmperf_failures_bedrock_70b_{}.json"
+
+
+def test_llmperf_summary_counts_its_own_failures() -> None:
+    """49 of 150 requests failed: the summary says so in `results_number_errors`."""
+    path = Path(str(LLMPERF_FAILURES).format("summary"))
+    doc = json.loads(path.read_text())
+    summary = _only(llmperf, path)
+    assert summary.summary_count == doc["results_num_requests_started"] == 150
+    assert summary.meta["failures"] == doc["results_number_errors"] == 49
+    assert doc["results_error_rate"] == pytest.approx(49 / 150)
+    rows = _only(llmperf, Path(str(LLMPERF_FAILURES).format("individual_responses")))
+    assert rows.n == 150 and rows.ok is not None and int((~rows.ok).sum()) == 49
+    assert rows.ttft is not None and rows.total is not None
+    for q in PCTS:  # the summary's percentiles are of the completed requests
+        want = doc[f"results_ttft_s_quantiles_p{q:g}"] * 1000
+        assert np.percentile(rows.ttft[rows.ok], q) == pytest.approx(want)
+        assert summary.summary["ttft"][q] == pytest.approx(want)
+        want = doc[f"results_end_to_end_latency_s_quantiles_p{q:g}"] * 1000
+        assert np.percentile(rows.total[rows.ok], q) == pytest.approx(want)
+
+
+def test_llmperf_failures_reach_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Against a run of the same benchmark with no failure, 49 of 150 is a higher failure rate."""
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 5000, total: 10000}\n")
+    for kind in ("summary", "individual_responses"):
+        base = SAMPLES / f"fetched/llmperf/together_70b_{kind}.json"
+        head = str(LLMPERF_FAILURES).format(kind)
+        argv = ["compare", "--base", str(base), "--head", head, "--budget", str(budget)]
+        code, out, err = run([*argv, "--output", "json"], capsys)
+        assert code == 1, err
+        report = json.loads(out)
+        assert (report["requests"]["head"], report["failed"]["head"]) == (150, 49), kind
+        assert (report["requests"]["base"], report["failed"]["base"]) == (150, 0), kind
+        (finding,) = [f for f in report["findings"] if f["kind"] == "failure_rate"]
+        assert finding["fails"] and "49 of 150 requests failed at head" in finding["message"]
+
+
+# ---------------------------------------------------------------- vLLM / SGLang without details
+@pytest.mark.parametrize(
+    ("module", "name", "total_key"),
+    [
+        (vllm, "vllm_bench_serve.json", "e2el"),
+        (sglang, "sglang_bench_serving.jsonl", "e2e_latency"),
+    ],
+    ids=["vllm", "sglang"],
+)
+@pytest.mark.parametrize("side", ["base", "head"])
+def test_result_without_details_is_an_aggregate_of_the_same_run(
+    module: ModuleType, name: str, total_key: str, side: str
+) -> None:
+    """The tool's own percentiles, checked against the per-request lists of the same run."""
+    path = SAMPLES / module.NAME / f"{module.NAME}_aggregate_{side}_{name}"
+    doc = json.loads(path.read_text())
+    agg = _only(module, path)
+    assert agg.n == 0 and agg.meta["schema"] == vllm.AGGREGATE
+    assert agg.summary_count == doc["completed"] + doc.get("failed", 0) == 100
+    assert agg.meta.get("failures", 0.0) == doc.get("failed", 0)
+    detailed = _only(module, SAMPLES / "generated" / module.NAME / side / name)
+    assert detailed.ttft is not None and detailed.itl is not None and detailed.total is not None
+    for q, key in ((50.0, "median"), (99.0, "p99")):
+        assert agg.summary["ttft"][q] == pytest.approx(np.percentile(detailed.ttft, q))
+        assert agg.summary["itl"][q] == pytest.approx(np.percentile(detailed.itl.values, q))
+        assert agg.summary["total"][q] == doc[f"{key}_{total_key}_ms"]
+        # SGLang keeps no per-request end to end: its time to the last token is within 0.5 %
+        want = np.percentile(detailed.total, q)
+        assert agg.summary["total"][q] == pytest.approx(want, rel=5e-3)
+    assert set(agg.summary) == {"ttft", "first_token", "total", "tpot", "itl"}
+
+
+def test_aggregate_pair_compares_with_the_aggregate_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 99\nslo: {ttft: 1200, total: 6000, itl: 60}\n")
+    folder = SAMPLES / "sglang"
+    base, head = (
+        folder / f"sglang_aggregate_{s}_sglang_bench_serving.jsonl" for s in ("base", "head")
+    )
+    argv = ["compare", "--base", str(base), "--head", str(head), "--budget", str(budget)]
+    code, out, err = run([*argv, "--output", "json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["requests"] == {"base": 100, "head": 100}
+    assert any("aggregate input" in n for n in report["notes"])
+    itl = next(r for r in report["slo"] if r["metric"] == "itl")
+    assert itl["head_ms"] > itl["base_ms"]  # decode 10 -> 12 ms per token
+    assert report["inputs"]["head"]["schema"] == vllm.AGGREGATE
+
+
+# ---------------------------------------------------------------- AIPerf 0.2 / 0.3 (November 2025)
+def test_aiperf_aggregate_without_schema_version_is_aiperf_with_its_itl() -> None:
+    """genai-perf's shape without a version key: AIPerf's, its inter-chunk latency is the ITL."""
+    path = AIPERF_EARLY / "aiperf_0_3_profile_export_aiperf.json"
+    doc = json.loads(path.read_text())
+    assert "schema_version" not in doc and "aiperf_version" not in doc
+    agg = _only(aiperf, path)
+    assert agg.meta["schema"] == aiperf.NOV_2025_SCHEMA
+    for name, metric in (("itl", "inter_chunk_latency"), ("ttft", "time_to_first_token")):
+        for q in PCTS:
+            assert agg.summary[name][q] == doc[metric][f"p{q:g}"]
+    # the per-request records of the same run give the same ITL
+    records = _only(aiperf, SAMPLES / "generated/aiperf/base/profile_export.jsonl")
+    assert records.itl is not None
+    for q in PCTS:
+        assert np.percentile(records.itl.values, q) == pytest.approx(
+            agg.summary["itl"][q], rel=0.005
+        )
+    assert genai_perf.sniff(path.read_bytes()[:65536], path.name) is False
+
+
+# ---------------------------------------------------------------- AIPerf's aggregate CSV
+@pytest.mark.parametrize(
+    ("csv_path", "json_path"),
+    [
+        (
+            "aiperf/aiperf_early_schema_profile_export_aiperf.csv",
+            "aiperf/aiperf_early_schema_profile_export_aiperf.json",
+        ),
+        (
+            "generated/aiperf/base/profile_export_aiperf.csv",
+            "generated/aiperf/base/profile_export_aiperf.json",
+        ),
+    ],
+)
+def test_aiperf_aggregate_csv_gives_the_numbers_of_its_json(csv_path: str, json_path: str) -> None:
+    """`profile_export_aiperf.csv`: the same run's JSON numbers, to AIPerf's two decimals."""
+    from_csv = _only(aiperf, SAMPLES / csv_path)
+    from_json = _only(aiperf, SAMPLES / json_path)
+    assert from_csv.meta["schema"] == aiperf.CSV_SCHEMA
+    assert from_csv.summary_count == from_json.summary_count
+    assert from_csv.meta.get("failures") == from_json.meta.get("failures")
+    assert set(from_csv.summary) == set(from_json.summary)
+    for name, by_q in from_json.summary.items():
+        assert set(from_csv.summary[name]) <= set(by_q)
+        for q, value in from_csv.summary[name].items():
+            assert value == pytest.approx(by_q[q], rel=0.005, abs=0.005), (name, q)
+    assert from_csv.duration_s == pytest.approx(from_json.duration_s, abs=0.005)
+
+
+def test_aiperf_time_sliced_export_is_one_scenario_per_slice() -> None:
+    """`--slice-duration`: each slice's own percentiles, of the requests that started in it."""
+    path = AIPERF_EARLY / "aiperf_timeslices_profile_export_aiperf_timeslices.json"
+    slices = json.loads(path.read_text())["timeslices"]
+    data = path.read_bytes()
+    assert detect.detect(data, path.name, OPTS).module is aiperf
+    assert genai_perf.sniff(data[:65536], path.name) is False
+    runs = detect.read(data, path.name, "auto", OPTS)
+    assert [r.scenario for r in runs] == [f"timeslice {i}" for i in range(len(slices))]
+    for got, piece in zip(runs, slices, strict=True):
+        assert got.meta["schema"] == aiperf.TIMESLICE_SCHEMA
+        assert got.summary_count == piece["request_count"]["avg"]
+        for name, metric in (("ttft", "time_to_first_token"), ("itl", "inter_chunk_latency")):
+            for q in PCTS:
+                assert got.summary[name][q] == piece[metric][f"p{q:g}"]
+    # the slices hold every request of the run, as its own aggregate counts them
+    run_total = json.loads(
+        (SAMPLES / "generated/aiperf/base/profile_export_aiperf.json").read_text()
+    )
+    assert sum(r.summary_count or 0 for r in runs) == run_total["request_count"]["avg"] == 100
+
+
+# ---------------------------------------------------------------- AIPerf: failed and cancelled runs
+@pytest.mark.parametrize(
+    "name",
+    ["aiperf_all_failed_profile_export.jsonl", "aiperf_all_failed_profile_export_aiperf.json"],
+)
+def test_aiperf_run_whose_every_request_failed_is_a_breach_with_its_count(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = AIPERF_EARLY / name
+    got = _only(aiperf, path)  # --format auto finds it
+    assert got.summary == {} or got.ok is not None
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\nslo: {ttft: 1200, total: 6000}\n")
+    code, out, _ = run(
+        ["check", "--head", str(path), "--budget", str(budget), "--output", "json"], capsys
+    )
+    report = json.loads(out)
+    assert code == 1 and report["verdict"] == "fail"
+    assert report["requests"]["head"] == report["failed"]["head"] == 100
+    assert any(
+        f["kind"] == "breach" and "every one of the 100 head requests failed" in f["message"]
+        for f in report["findings"]
+    )
+
+
+def test_aiperf_error_records_keep_the_current_schema_label() -> None:
+    """A failed record has no metric: it says nothing about which schema the file is."""
+    lines = (SAMPLES / "generated/aiperf/base/profile_export.jsonl").read_text().splitlines()
+    failed = (AIPERF_EARLY / "aiperf_all_failed_profile_export.jsonl").read_text().splitlines()
+    data = "\n".join([*lines, failed[0]]).encode()
+    got = aiperf.read(data, "mixed.jsonl", OPTS)[0]
+    assert got.meta["schema"] == "current" and got.ok is not None
+    assert (got.n, int((~got.ok).sum())) == (101, 1)
+
+
+def test_aiperf_cancelled_run_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`was_cancelled`: the records AIPerf cancelled are failed and the run is said to have
+    stopped early, in the records and in the aggregate."""
+    lines = (SAMPLES / "generated/aiperf/base/profile_export.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    for record in records[-39:]:  # AIPerf's RequestCancellationError, as 0.1.1's example has it
+        record["metadata"]["was_cancelled"] = True
+        record["metrics"] = {}
+        record["error"] = {"code": 499, "type": "RequestCancellationError", "message": "cancelled"}
+    data = "\n".join(json.dumps(r) for r in records).encode()
+    got = aiperf.read(data, "cancelled.jsonl", OPTS)[0]
+    assert got.ok is not None and int((~got.ok).sum()) == 39
+    note = got.meta["note"]
+    assert isinstance(note, str) and "cancelled 39 of the 100 requests" in note
+    path = tmp_path / "cancelled.jsonl"
+    path.write_bytes(data)
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\nslo: {ttft: 1200, total: 6000}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    report = json.loads(run(argv, capsys)[1])
+    assert report["verdict"] == "warn"  # every SLO holds, but the run did not finish
+    (finding,) = [f for f in report["findings"] if f["kind"] == "failures"]
+    assert "cancelled before it finished: 39 of 100 requests failed" in finding["message"]
+    doc = json.loads((SAMPLES / "generated/aiperf/base/profile_export_aiperf.json").read_text())
+    doc["was_cancelled"] = True
+    agg = aiperf.read(json.dumps(doc).encode(), "agg.json", OPTS)[0]
+    assert "cancelled the run" in str(agg.meta["note"])
+
+
+# ---------------------------------------------------------------- vLLM: what some versions write
+VLLM = SAMPLES / "vllm"
+
+
+def test_vllm_placeholders_of_a_run_where_nothing_completed_are_not_read_as_0_ms(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """vLLM writes `np.percentile(ttfts or 0, p)`: 0.0 ms when no request completed."""
+    path = VLLM / "vllm_all_failed_vllm_bench_serve.json"
+    doc = json.loads(path.read_text())
+    assert doc["completed"] == 0 and doc["p99_ttft_ms"] == 0.0
+    agg = _only(vllm, path)
+    assert agg.summary == {} and agg.summary_count == doc["failed"] == 100
+    assert agg.meta["failures"] == 100
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 99\nslo: {ttft: 1200}\n")
+    code, out, _ = run(
+        ["check", "--head", str(path), "--budget", str(budget), "--output", "json"], capsys
+    )
+    report = json.loads(out)
+    assert code == 1 and report["verdict"] == "fail"
+    assert report["failed"]["head"] == report["requests"]["head"] == 100
+    breach = [f for f in report["findings"] if f["kind"] == "breach"]
+    assert breach and "every one of the 100 head requests failed" in breach[0]["message"]
+    assert all(r["head_ms"] is None for r in report["slo"])  # no TTFT 0.00 ms "ok"
+    assert any("placeholders, not measurements" in n for n in report["notes"])
+
+
+def test_vllm_without_latencies_reads_the_end_to_end_from_ttfts_and_itls() -> None:
+    """Versions that write `ttfts` and `itls` but no `latencies`: vLLM's own end to end of a
+    streamed request is TTFT plus its gaps, so its percentiles come back."""
+    path = VLLM / "vllm_no_latencies_vllm_bench_serve.json"
+    doc = json.loads(path.read_text())
+    assert "latencies" not in doc
+    got = _only(vllm, path)
+    assert got.n == doc["completed"] == 100 and got.ttft is not None and got.total is not None
+    assert got.itl is not None
+    for q in (50, 95, 99):
+        assert np.percentile(got.ttft, q) == pytest.approx(doc[f"p{q}_ttft_ms"], rel=1e-9)
+        assert np.percentile(got.itl.values, q) == pytest.approx(doc[f"p{q}_itl_ms"], rel=1e-9)
+        assert np.percentile(got.total, q) == pytest.approx(doc[f"p{q}_e2el_ms"], rel=0.005)
+    note = got.meta["note"]
+    assert isinstance(note, str) and "no per-request 'latencies'" in note
+
+
+def test_vllm_sweep_summary_is_one_scenario_per_run() -> None:
+    """`vllm bench sweep serve`'s summary.json: a JSON array of `bench serve` results."""
+    path = VLLM / "vllm_sweep_summary.json"
+    doc = json.loads(path.read_text())
+    data = path.read_bytes()
+    assert detect.detect(data, path.name, OPTS).module is vllm
+    runs = detect.read(data, path.name, "auto", OPTS)
+    assert [r.scenario for r in runs] == ["concurrency=8, run=0", "concurrency=8, run=1"]
+    for got, result in zip(runs, doc, strict=True):
+        assert got.summary_count == result["completed"] + result["failed"] == 100
+        for key, name in (
+            ("p99_ttft_ms", "ttft"),
+            ("p95_itl_ms", "itl"),
+            ("median_e2el_ms", "total"),
+        ):
+            q = 50.0 if key.startswith("median") else float(key[1:3])
+            assert got.summary[name][q] == result[key]
+
+
+def test_aggregate_inputs_show_the_files_other_percentiles_and_say_whose_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n")
+    path = VLLM / "vllm_aggregate_head_vllm_bench_serve.json"
+    doc = json.loads(path.read_text())
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    report = json.loads(run(argv, capsys)[1])
+    assert any("percentiles are the tool's own" in n for n in report["notes"])
+    (shown,) = [n for n in report["notes"] if n.startswith(f"head {path}")]
+    for q in ("p50", "p99"):  # beside the budget's p95; vLLM wrote no p90 here
+        assert f"{q} {doc[q + '_ttft_ms']:.0f} ms" in shown.split("; ")[0]
+    prom = SAMPLES / "generated/prometheus/vllm-head/metrics_after.prom"
+    argv = ["check", "--head", str(prom), "--budget", str(budget), "--output", "json"]
+    notes = json.loads(run(argv, capsys)[1])["notes"]
+    assert any("estimates from histogram buckets" in n for n in notes)
+    assert not any("the tool's own" in n for n in notes)
+
+
+# ---------------------------------------------------------------- GuideLLM: empty or sampled lists
+GUIDELLM = SAMPLES / "guidellm"
+
+
+@pytest.mark.parametrize(
+    ("name", "held"),
+    [
+        ("guidellm_v2_empty_requests_benchmarks.json", "is empty"),
+        ("guidellm_sampled_1_of_100_benchmarks.json", "holds 1"),
+    ],
+)
+def test_guidellm_without_enough_requests_uses_its_own_percentiles(name: str, held: str) -> None:
+    path = GUIDELLM / name
+    doc = json.loads(path.read_text())
+    metrics = doc["benchmarks"][0]["metrics"]
+    agg = _only(guidellm, path)
+    assert agg.n == 0 and agg.summary_count == metrics["request_totals"]["total"] == 100
+    assert agg.meta["failures"] == 0 and agg.meta["schema"] == "v2"
+    own = metrics["time_to_first_token_ms"]["successful"]["percentiles"]
+    assert agg.summary["ttft"][95.0] == own["p95"] and agg.summary["ttft"][99.9] == own["p999"]
+    own = metrics["request_latency"]["successful"]["percentiles"]
+    assert agg.summary["total"][50.0] == pytest.approx(own["p50"] * 1000)
+    note = agg.meta["note"]
+    assert isinstance(note, str) and f"requests.successful {held} of the 100" in note
+    # the full list of the same run gives the same p95 within GuideLLM's own rounding of ranks
+    full = _only(guidellm, SAMPLES / "generated/guidellm/base/benchmarks.json")
+    assert full.ttft is not None
+    assert np.percentile(full.ttft, 95) == pytest.approx(agg.summary["ttft"][95.0], rel=0.02)
+
+
+def test_guidellm_sample_large_enough_is_read_per_request_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """80 of 100 is enough for p95 (72 needed): read per request, and the report says k of n."""
+    doc = json.loads((SAMPLES / "generated/guidellm/base/benchmarks.json").read_text())
+    requests = doc["benchmarks"][0]["requests"]
+    requests["successful"] = requests["successful"][:80]
+    path = tmp_path / "benchmarks.json"
+    path.write_text(json.dumps(doc))
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["requests"]["head"] == 80
+    assert any("a sample: 80 of the 100 successful requests" in n for n in report["notes"])
+    # at p99 (368 needed) the same file gives way to GuideLLM's own percentiles
+    budget.write_text("version: 1\npercentile: 99\nslo: {ttft: 1200, total: 6000}\n")
+    code, out, err = run(argv, capsys)
+    report = json.loads(out)
+    assert report["requests"]["head"] == 100
+    own = doc["benchmarks"][0]["metrics"]["time_to_first_token_ms"]["successful"]["percentiles"]
+    ttft = next(r for r in report["slo"] if r["metric"] == "ttft")
+    assert ttft["head_ms"] == pytest.approx(own["p99"], abs=1e-3)
+    assert any("too few for p99" in n for n in report["notes"])
+
+
+def test_guidellm_leaves_out_warm_up_and_cool_down_as_its_statistics_do() -> None:
+    """GuideLLM >= 0.5 lists every request; its statistics count those in the measured period."""
+    path = GUIDELLM / "guidellm_warmup_cooldown_benchmarks.json"
+    bench = json.loads(path.read_text())["benchmarks"][0]
+    metrics, scheduler = bench["metrics"], bench["scheduler_metrics"]
+    listed = bench["requests"]["successful"]
+    start, end = scheduler["measure_start_time"], scheduler["measure_end_time"]
+    counted = [
+        r for r in listed if r["request_end_time"] >= start and r["request_start_time"] <= end
+    ]
+    assert (len(listed), len(counted)) == (100, 88)
+    run = _only(guidellm, path)
+    assert run.n == metrics["request_totals"]["successful"] == 88
+    assert run.ttft is not None and run.total is not None
+    # GuideLLM's means are exact; all 100 listed requests would give another one
+    ttft = metrics["time_to_first_token_ms"]["successful"]
+    assert np.mean(run.ttft) == pytest.approx(ttft["mean"], rel=1e-9)
+    assert np.mean([r["time_to_first_token_ms"] for r in listed]) != pytest.approx(ttft["mean"])
+    latency = metrics["request_latency"]["successful"]
+    assert np.mean(run.total) == pytest.approx(latency["mean"] * 1000, rel=1e-9)
+    assert np.sort(run.ttft)[-1] == ttft["max"] and np.sort(run.ttft)[0] == ttft["min"]
+    note = run.meta["note"]
+    assert (
+        isinstance(note, str) and "12 of the 100 listed requests ran in GuideLLM's warm-up" in note
+    )
+
+
+def test_guidellm_yaml_report_reads_as_its_json_twin() -> None:
+    """GuideLLM's own fixture pair (0.3 schema): the same report as YAML and as JSON. Its
+    authors cut the list to 1 of the 46 requests (`request_totals`), too few for p95: both
+    give GuideLLM's own percentiles."""
+    from_yaml = _only(guidellm, GUIDELLM / "guidellm_v0_3_benchmarks_stripped.yaml")
+    from_json = _only(guidellm, GUIDELLM / "guidellm_v0_3_benchmarks_stripped.json")
+    assert from_yaml.summary == from_json.summary
+    assert from_yaml.summary_count == from_json.summary_count == 46
+    doc = json.loads((GUIDELLM / "guidellm_v0_3_benchmarks_stripped.json").read_text())
+    own = doc["benchmarks"][0]["metrics"]["time_to_first_token_ms"]["successful"]["percentiles"]
+    assert (
+        from_yaml.summary["ttft"][95.0] == own["p95"]
+        and from_yaml.summary["ttft"][99.0] == own["p99"]
+    )
+    assert "holds 1 of the 46" in str(from_yaml.meta["note"])
+
+
+def test_yaml_anchors_are_refused_not_expanded() -> None:
+    bomb = b"benchmarks:\n- type_: generative_benchmark\n  a: &a [x, x]\n  b: [*a, *a]\n"
+    with pytest.raises(InputError, match="line 3 uses a YAML anchor or alias"):
+        guidellm.read(bomb, "benchmarks.yaml", OPTS)
+
+
+def test_inference_perf_report_kept_as_yaml_reads_as_its_json_twin() -> None:
+    yaml_path = SAMPLES / "inference-perf" / "inference_perf_vllm_summary_lifecycle_metrics.yaml"
+    json_path = SAMPLES / "fetched" / "inference-perf" / "vllm_summary_lifecycle_metrics.json"
+    from_yaml, from_json = _only(inference_perf, yaml_path), _only(inference_perf, json_path)
+    assert from_yaml.summary == from_json.summary and from_yaml.summary
+    assert from_yaml.summary_count == from_json.summary_count == 38717
+    assert from_yaml.meta == from_json.meta
+
+
+# ---------------------------------------------------------------- inference-perf's TPOT
+@pytest.mark.parametrize("side", ["base", "head"])
+def test_inference_perf_tpot_is_the_one_its_summary_uses(
+    side: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """inference-perf's summary: TPOT = (last token - first token) / (tokens - 1); not from
+    end_time, which comes after the last token (the usage chunk, the end of the stream)."""
+    folder = SAMPLES / "generated/inference-perf" / side
+    path = folder / "per_request_lifecycle_metrics.json"
+    summary = json.loads((folder / "summary_lifecycle_metrics.json").read_text())
+    records = _only(inference_perf, path)
+    assert records.n == summary["successes"]["count"] + summary["failures"]["count"] == 100
+    assert records.tpot is not None
+    own = summary["successes"]["latency"]["time_per_output_token"]
+    for q, name in ((50.0, "median"), (90.0, "p90"), (95.0, "p95"), (99.0, "p99")):
+        assert np.percentile(records.tpot, q) == pytest.approx(own[name] * 1000)
+    assert np.mean(records.tpot) == pytest.approx(own["mean"] * 1000)
+    # and so does the report, at the budget's percentile
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 90\nslo: {ttft: 1200, total: 6000}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    tpot = next(r for r in json.loads(out)["slo"] if r["metric"] == "tpot")
+    assert tpot["head_ms"] == pytest.approx(own["p90"] * 1000, abs=1e-3)
+
+
+# ---------------------------------------------------------------- Prometheus: requests in flight
+def test_prometheus_scrape_with_requests_in_flight(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """TTFT counts 42 requests (past their first token), the rest 38 (finished): a note, and a
+    percentile in the first bucket is too coarse, with the file's own _sum/_count beside it."""
+    path = SAMPLES / "prometheus" / "prometheus_in_flight_vllm_metrics.prom"
+    text = path.read_text()
+
+    def own(name: str, suffix: str) -> float:
+        line = next(x for x in text.splitlines() if x.startswith(f"vllm:{name}_{suffix}{{"))
+        return float(line.rsplit(" ", 1)[1])
+
+    scrape = _only(prometheus, path)
+    assert {k: float(h.counts.sum()) for k, h in scrape.histograms.items()} == {
+        "ttft": own("time_to_first_token_seconds", "count"),
+        "total": own("e2e_request_latency_seconds", "count"),
+        "queue": own("request_queue_time_seconds", "count"),
+        "prefill": own("request_prefill_time_seconds", "count"),
+        "decode": own("request_decode_time_seconds", "count"),
+        "tpot": own("request_time_per_output_token_seconds", "count"),
+    }
+    assert (scrape.histograms["ttft"].counts.sum(), scrape.summary_count) == (42, 38)
+    budget = tmp_path / "b.yml"
+    budget.write_text(
+        "version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n"
+        "slices: {queue: 100, prefill: 300, decode: 2000}\n"
+    )
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["requests"]["head"] == 38
+    (note,) = [n for n in report["notes"] if "count different requests" in n]
+    assert "ttft 42" in note and "total 38" in note and "not compared with each other" in note
+    rows = {r["name"]: r for r in report["slices"]}
+    queue_mean = own("request_queue_time_seconds", "sum") * 1000 / 38
+    assert rows["queue"]["head_ms"] is None  # (0, 300] ms says nothing of a ~20 ms queue
+    (said,) = rows["queue"]["notes"]
+    assert "first bucket (0, 300] ms: too coarse" in said and f"{queue_mean:.3g} ms" in said
+    ttft = next(r for r in report["slo"] if r["metric"] == "ttft")
+    assert 100 < ttft["head_ms"] <= 250  # the bucket p95 falls in, from the file's own counts
+
+
+def test_schema_named_by_the_file_is_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = json.loads((SAMPLES / "generated/aiperf/head/profile_export_aiperf.json").read_text())
+    doc["schema_version"] = "<img src=x>"
+    doc["aiperf_version"] = "**[x](http://e.vil)**"
+    path = tmp_path / "profile_export_aiperf.json"
+    path.write_text(json.dumps(doc))
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "markdown"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    footer = out.rstrip().splitlines()[-1]
+    assert footer.startswith("<sub>read: head aiperf (schema ")
+    assert "<img" not in out and "](http" not in footer and "**" not in footer

@@ -1,0 +1,57 @@
+"""What replaced library helpers on the start-up path gives the libraries' values. Start-up
+itself is a guard measured by `bench/bench_readers.py --startup` (a 100-row compare within 3x
+of `python -c "import numpy, pyarrow"`), not timed or import-listed here: which modules a run
+imports is the code's own business."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from budgetdiff.formats import ReadOptions, detect
+from budgetdiff.stats import percentile, percentiles
+from budgetdiff.table import repeated_ids
+from tests.support.helpers import slices, write_table
+
+
+def test_percentile_is_numpys_exactly() -> None:
+    rng = np.random.default_rng(5)
+    for n in (1, 2, 7, 100, 1001):
+        x = rng.lognormal(5, 1, n)
+        x[rng.integers(0, n, n // 3)] = x[0]  # ties
+        for p in (1.0, 50.0, 90.0, 95.0, 99.0, 99.9, 99.99):
+            want = float(np.percentile(x, p))
+            assert percentile(x, p) == want
+            pool = x.copy()
+            assert percentile(pool, p, in_place=True) == want
+    x = np.array([3.0, np.nan, 1.0, 2.0])
+    assert np.isnan(np.percentile(x, 50)) and np.isnan(percentile(x, 50))
+    assert all(np.isnan(v) for v in percentiles(x, [50.0, 95.0]))
+
+
+def test_repeated_ids_counts_what_np_unique_drops() -> None:
+    rng = np.random.default_rng(6)
+    for ids in (
+        np.array([], dtype=str),
+        np.array(["a"]),
+        np.array(["a", "b", "a", "c", "a", "b"]),
+        rng.integers(0, 50, 200).astype(str),
+        np.array(["x", "y", "x"], dtype=object),
+    ):
+        assert repeated_ids(ids) == len(ids) - len(np.unique(ids))
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_reading_leaves_the_cycle_collector_as_it_found_it(tmp_path: Path, enabled: bool) -> None:
+    path = write_table(tmp_path / "r.csv", slices(3, 50))
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        runs = detect.read(path.read_bytes(), str(path), "auto", ReadOptions())
+        assert runs[0].n == 50
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
