@@ -175,7 +175,7 @@ def test_an_unknown_failure_count_is_null_never_0(
 ) -> None:
     """A vLLM result without `completed` / `failed` (vllm-ascend's nightly files keep only the
     metrics): the JSON says null and the table says no failed count; with them, the count."""
-    data = Path(__file__).parent / "data" / "vllm" / "vllm_aggregate_head_vllm_bench_serve.json"
+    data = SAMPLES / "vllm" / "vllm_aggregate_head_vllm_bench_serve.json"
     doc = json.loads(data.read_text())
     budget = budget_file(tmp_path, "version: 1\nslo: {ttft: 1200, total: 6000}\n")
     for counted in (True, False):

@@ -12,9 +12,9 @@ import yaml
 
 from budgetdiff import action
 from budgetdiff.cli import main
-from tests.conftest import ROOT
 from tests.prometheus.conftest import BUDGET, Server
 from tests.prometheus.vllm_openmetrics import POD_TEMPLATE_HASH
+from tests.support.paths import ROOT
 
 TEMPLATE = ROOT / "examples" / "argo" / "analysis-template.yml"
 WORKFLOW = ROOT / "examples" / "workflows" / "deploy-gate.yml"

@@ -6,11 +6,14 @@ Tasks are drawn with numpy and compared in-process (`agent.compare`), as the CLI
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from budgetdiff.agent import compare
 from budgetdiff.budget import parse_budget
 from budgetdiff.formats.agent_tasks import Task, build
 from budgetdiff.results import Change
+
+pytestmark = pytest.mark.slow  # hundreds of simulated pairs: `-m "not slow"` skips them
 
 BUDGET = parse_budget("slo: {total: 2500}\nagent: {steps: 5, step: 500}\n", "agent.yml")
 PAIRS = 200

@@ -16,10 +16,11 @@ import numpy as np
 import pytest
 
 from budgetdiff.cli import main
+from tests.support.paths import GOLDEN, ROOT, SAMPLES
 
-DATA = Path(__file__).parent / "data" / "agent"
+DATA = SAMPLES / "agent"
 BUDGET = DATA / "agent.yml"
-GOLDEN = Path(__file__).parent / "golden" / "agent"
+GOLDEN = GOLDEN / "agent"
 
 
 def budgetdiff(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
@@ -160,9 +161,9 @@ def test_the_agent_section_reads_the_same_in_every_rendering(
 
 def test_the_agents_page_shows_what_the_command_prints(capsys: pytest.CaptureFixture[str]) -> None:
     """docs/agents.md's example runs (from the repository's root, as the page shows it)."""
-    page = (Path(__file__).parent.parent / "docs" / "agents.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "agents.md").read_text(encoding="utf-8")
     (block,) = re.findall(r"```console\n\$ (.*?)\n(.*?)```", page, re.S)
-    root = Path(__file__).parent.parent
+    root = ROOT
     argv = [a.replace("tests/", f"{root}/tests/") for a in shlex.split(block[0])[1:]]
     code = main([*argv, "--output", "table"], {})
     out = capsys.readouterr().out.replace(f"{root}/", "")

@@ -14,9 +14,10 @@ import pytest
 from budgetdiff.cli import main
 from budgetdiff.errors import ReadError
 from budgetdiff.formats import ReadOptions, detect
+from tests.support.paths import SAMPLES
 from tools import make_agent_data as gen
 
-DATA = Path(__file__).parent / "data" / "agent"
+DATA = SAMPLES / "agent"
 
 
 def read(path: Path, fmt: str = "auto") -> object:
@@ -178,7 +179,7 @@ def test_calls_under_no_task_are_said(tmp_path: Path, capsys: pytest.CaptureFixt
     ]
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
-    budget = Path(__file__).parent / "data" / "agent" / "agent.yml"
+    budget = SAMPLES / "agent" / "agent.yml"
     assert (
         main(["check", "--head", str(path), "--budget", str(budget), "--output", "table"], {}) == 0
     )

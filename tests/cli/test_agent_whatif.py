@@ -6,15 +6,15 @@ from __future__ import annotations
 import csv
 import re
 import shlex
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from budgetdiff.cli import main
 from budgetdiff.numbers import ms
+from tests.support.paths import DEMO, ROOT, SAMPLES
 
-DATA = Path(__file__).parent / "data" / "agent"
+DATA = SAMPLES / "agent"
 BUDGET = str(DATA / "agent.yml")
 
 
@@ -73,14 +73,14 @@ def test_a_wrong_agent_whatif_is_exit_2(
 
 
 def test_measured_data_without_agent_tasks_is_said(capsys: pytest.CaptureFixture[str]) -> None:
-    demo = Path(__file__).parent.parent / "budgetdiff" / "demo" / "head.csv"
+    demo = DEMO / "head.csv"
     argv = ["whatif", "--budget", BUDGET, "--steps", "5", "--step-ms", "400", "--head", str(demo)]
     assert main(argv, {}) == 2
     assert "holds no agent tasks" in capsys.readouterr().err
 
 
 def test_the_agents_page_shows_what_whatif_prints(capsys: pytest.CaptureFixture[str]) -> None:
-    root = Path(__file__).parent.parent
+    root = ROOT
     page = (root / "docs" / "agents.md").read_text(encoding="utf-8")
     command = re.search(r"```sh\n(budgetdiff whatif .*?)\n```\n\n```text\n(.*?)```", page, re.S)
     assert command is not None
