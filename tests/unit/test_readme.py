@@ -101,7 +101,7 @@ def test_the_local_commands_and_python_run_on_the_files_init_writes(
         if command and command[0] == "budgetdiff" and command[1] != "init":
             codes[command[1]] = main(command[1:], environ={})
     # compare: the decode regression fails; check: decode over its budget only warns
-    assert codes == {"demo": 0, "compare": 1, "check": 0}
+    assert codes == {"demo": 0, "compare": 1, "check": 0, "inspect": 0}
     [snippet] = fences(README, "python")
     scope: dict[str, object] = {}
     exec(compile(snippet, "README.md", "exec"), scope)  # the API's five lines, as shown
