@@ -60,7 +60,7 @@ def compare(
         *_holm_notes(rows, changes, series, budget.regression),
         *notes,
         *_pairing_notes(pairs, split.method, p),
-        *(_runs_notes(base, head, budget) if base is not None else []),
+        *(_runs_notes(base, head, budget) if base is not None and head.run.agent is None else []),
     ]
     return Comparison(
         name=head.run.scenario,
@@ -479,7 +479,8 @@ def _labels(prep: Prepared | None, name: str) -> np.ndarray | None:
 
 def _runs_notes(base: Prepared, head: Prepared, budget: Budget) -> list[str]:
     """Whether the intervals include the drift between runs of one configuration: only where
-    a side is several runs, each long enough for an interval of its own."""
+    a side is several runs, each long enough for an interval of its own. (Not for agent tasks:
+    their steps are read from one file a side.)"""
     if base.run_count == head.run_count == 1:
         return [
             "one run a side: the intervals leave out the drift between runs; repeated or "
