@@ -77,9 +77,7 @@ def prepare(run: Run, budget: Budget) -> Prepared:
         if UNATTRIBUTED not in budget.slices:
             notes.append(_missing_note(total_from))
     _check_finite(run, kept, [*slices.items(), ("total", total), ("ttft", ttft)])
-    metrics: dict[str, FloatArray] = {"total": total}
-    if ttft is not None:
-        metrics["ttft"] = ttft
+    metrics: dict[str, FloatArray] = {"total": total} | ({} if ttft is None else {"ttft": ttft})
     tpot_from = _tpot_source(run, slices, ttft) if run.output_tokens is not None else None
     tpot_kept = None
     if tpot_from is not None:
