@@ -174,6 +174,7 @@ def _rows(run: Run, index: np.ndarray) -> Run:
         end_time=cut(run.end_time),
         prompt_hash=cut(run.prompt_hash),
         tpot=cut(run.tpot),
+        run=cut(run.run),
     )
 
 

@@ -6,7 +6,7 @@ TPOT, the longest stall) and puts requests in arrival order. Pure: values in, va
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -44,6 +44,10 @@ class Prepared:
     ttft_slices: tuple[str, ...] = ()
     unbudgeted: tuple[str, ...] = ()
     total_from: str = "measured"  # "measured" | "timestamps" | "slices" | "ttft + slices"
+    # where a side is several runs: the run of each value of a row (slice or metric name ->
+    # labels as long as its values); empty for one run
+    runs: dict[str, np.ndarray] = field(default_factory=dict)
+    run_count: int = 1  # how many runs the kept requests come from
 
 
 def prepare(run: Run, budget: Budget) -> Prepared:
@@ -73,12 +77,11 @@ def prepare(run: Run, budget: Budget) -> Prepared:
         if UNATTRIBUTED not in budget.slices:
             notes.append(_missing_note(total_from))
     _check_finite(run, kept, [*slices.items(), ("total", total), ("ttft", ttft)])
-    metrics: dict[str, FloatArray] = {"total": total}
-    if ttft is not None:
-        metrics["ttft"] = ttft
+    metrics: dict[str, FloatArray] = {"total": total} | ({} if ttft is None else {"ttft": ttft})
     tpot_from = _tpot_source(run, slices, ttft) if run.output_tokens is not None else None
+    tpot_kept = None
     if tpot_from is not None:
-        metrics["tpot"], note = _tpot_row(run, kept, slices, total, ttft)
+        metrics["tpot"], tpot_kept, note = _tpot_row(run, kept, slices, total, ttft)
         notes += [note] if note else []
     if run.itl is not None:
         metrics["itl"], metrics["max_stall"] = _itl_rows(run, kept)
@@ -104,7 +107,34 @@ def prepare(run: Run, budget: Budget) -> Prepared:
         ttft_slices=tuple(before),
         unbudgeted=tuple(unbudgeted) if budget.slices else (),
         total_from=total_from,
+        runs=_runs(run, kept, [*slices, *metrics], tpot_kept),
+        run_count=_run_count(run, kept),
     )
+
+
+def _run_count(run: Run, kept: _Kept) -> int:
+    if run.run is None or not len(kept.rows):
+        return 1
+    labels = np.sort(kept.pick(run.run))  # distinct by a sort: np.unique imports numpy.ma
+    return int(np.count_nonzero(labels[1:] != labels[:-1])) + 1
+
+
+def _runs(
+    run: Run, kept: _Kept, names: list[str], tpot_kept: np.ndarray | None
+) -> dict[str, np.ndarray]:
+    """The run of each value of every row, cut as `prepare` cuts the values (per request; TPOT
+    without the requests it leaves out; ITL per gap; the longest stall of requests with gaps)."""
+    if run.run is None:
+        return {}
+    per_request = kept.pick(run.run)
+    out = {name: per_request for name in names}
+    if tpot_kept is not None:
+        out["tpot"] = per_request[tpot_kept]
+    if run.itl is not None:
+        lengths = np.diff(run.itl.offsets)
+        out["itl"] = np.repeat(run.run, lengths)[np.repeat(run.succeeded, lengths)]
+        out["max_stall"] = per_request[np.isfinite(kept.pick(run.itl.per_request_max()))]
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,9 +292,9 @@ def _tpot_row(
     slices: dict[str, FloatArray],
     total: FloatArray,
     ttft: FloatArray | None,
-) -> tuple[FloatArray, str | None]:
-    """The TPOT row's values (requests with more than one output token), and a note when some
-    requests have no token count."""
+) -> tuple[FloatArray, np.ndarray, str | None]:
+    """The TPOT row's values (requests with more than one output token), which kept requests
+    they are, and a note when some requests have no token count."""
     assert run.output_tokens is not None
     tokens = kept.pick(run.output_tokens)
     unknown = int(np.isnan(tokens).sum())
@@ -275,7 +305,8 @@ def _tpot_row(
             "TPOT leaves them out"
         )
     tpot = _tpot(run, kept, tokens, slices, total, ttft)
-    return tpot[np.isfinite(tpot) & (tokens > 1)], note
+    has = np.isfinite(tpot) & (tokens > 1)
+    return tpot[has], has, note
 
 
 def _itl_rows(run: Run, kept: _Kept) -> tuple[FloatArray, FloatArray]:
@@ -475,7 +506,12 @@ def _arrival_order(run: Run) -> np.ndarray | None:
     if run.start_time is None or run.n < 2:
         return None
     st = run.start_time
-    if np.isnan(st).any() or bool(np.all(st[1:] >= st[:-1])):
+    if np.isnan(st).any():
+        return None
+    if run.run is not None:  # runs one after another, whatever each run's clock origin
+        order = np.lexsort((st, run.run))
+        return None if bool(np.all(order[1:] > order[:-1])) else order
+    if bool(np.all(st[1:] >= st[:-1])):
         return None
     return np.argsort(st, kind="stable")
 

@@ -60,6 +60,7 @@ def compare(
         *_holm_notes(rows, changes, series, budget.regression),
         *notes,
         *_pairing_notes(pairs, split.method, p),
+        *(_runs_notes(base, head, budget) if base is not None and head.run.agent is None else []),
     ]
     return Comparison(
         name=head.run.scenario,
@@ -91,6 +92,9 @@ class _Series:
     target_ms: float | None  # the SLO target, or the slice's budget
     floor_ms: float  # the smallest change in ms that counts (`regression.min_ms`, or none)
     pairs: tuple[np.ndarray, np.ndarray] | None  # the paired requests, where rows stay aligned
+    # each value's run, on a side of several runs (None: one run)
+    base_runs: np.ndarray | None = None
+    head_runs: np.ndarray | None = None
 
     @property
     def tested(self) -> bool:
@@ -173,6 +177,8 @@ def _series(
             target_ms=targets.get(m),
             floor_ms=0.0 if m in PER_TOKEN else min_ms,
             pairs=pairs if m in PAIRABLE else None,
+            base_runs=_labels(base, m),
+            head_runs=_labels(head, m),
         )
         for m in _metric_names(head, base)
     ]
@@ -185,6 +191,8 @@ def _series(
             target_ms=budget.slice_budget(s),
             floor_ms=min_ms,
             pairs=pairs,
+            base_runs=_labels(base, "total"),  # a slice's parts: one per request, as the total
+            head_runs=_labels(head, "total"),
         )
         for s, values in split.head_parts.items()
     ]
@@ -206,6 +214,8 @@ def _changes(series: list[_Series], budget: Budget) -> list[stats.Change | None]
             also=_others(p),
             min_change=regression.min_change,
             min_ms=s.floor_ms,
+            base_runs=s.base_runs,
+            head_runs=s.head_runs,
         )
         if s.base is not None and s.head is not None
         else None
@@ -460,6 +470,44 @@ def _pairing_notes(
             f"by {method}"
         )
     return notes
+
+
+def _labels(prep: Prepared | None, name: str) -> np.ndarray | None:
+    """The run of each of a row's values, on a side of two or more runs."""
+    return prep.runs.get(name) if prep is not None and prep.run_count > 1 else None
+
+
+def _runs_notes(base: Prepared, head: Prepared, budget: Budget) -> list[str]:
+    """Whether the intervals include the drift between runs of one configuration: only where
+    a side is several runs, each long enough for an interval of its own. (Not for agent tasks:
+    their steps are read from one file a side.)"""
+    if base.run_count == head.run_count == 1:
+        return [
+            "one run a side: the intervals leave out the drift between runs; repeated or "
+            "interleaved runs (several --base/--head files) put it in (docs/github.md)"
+        ]
+    need = stats.needed_for_interval(budget.percentile, budget.regression.confidence)
+    counts = f"runs: {base.run_count} base, {head.run_count} head"
+    short = [
+        side
+        for side, prep in (("base", base), ("head", head))
+        if prep.run_count > 1 and _shortest_run(prep) < need
+    ]
+    if short:
+        return [
+            f"{counts}; a run of {' and '.join(short)} has fewer than {need} requests, too few "
+            "for an interval of its own: the drift between runs is not in the intervals"
+        ]
+    single = [side for side, prep in (("base", base), ("head", head)) if prep.run_count == 1]
+    if single:
+        return [f"{counts}: the intervals include the variance between runs, not {single[0]}'s"]
+    return [f"{counts}: the intervals include the variance between runs"]
+
+
+def _shortest_run(prep: Prepared) -> int:
+    labels = np.sort(prep.runs["total"])
+    bounds = np.flatnonzero(np.diff(labels)) + 1
+    return int(np.diff(np.concatenate([[0], bounds, [len(labels)]])).min())
 
 
 def _others(p: float) -> list[float]:

@@ -157,6 +157,9 @@ class Run:
     doubts: tuple[Doubt, ...] = ()
     # agent tasks (formats.agent_*): one row per task above, its steps here
     agent: Tasks | None = None
+    # which run of the same configuration each request belongs to (0, 1, ...: the file's index
+    # of repeated --base/--head files, or a `run` column's value); None: one run
+    run: npt.NDArray[np.int64] | None = None
 
     @property
     def succeeded(self) -> BoolArray:

@@ -5,6 +5,9 @@
 - a client-side per-request file plus server-side span files: joined on the request id, the
   client's TTFT split into network (client TTFT - server TTFT) + queue + prefill, decode from
   the server, the client's TTFT and total kept as the measured ones;
+- several per-request files of the same tool and shape (repeated runs of one configuration):
+  one Run per scenario, their requests one after another, each labelled with its file's index
+  (`Run.run`), so the statistics can count the variance between runs;
 - one file: passed through.
 Pure: takes Runs, returns Runs.
 """
@@ -19,7 +22,7 @@ import numpy as np
 
 from budgetdiff.errors import ReadError
 from budgetdiff.numbers import setting_pct
-from budgetdiff.table import BoolArray, FloatArray, Histogram, Itl, Run
+from budgetdiff.table import BoolArray, FloatArray, Histogram, Itl, Run, repeated_ids
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -59,11 +62,110 @@ def combine(runs: list[list[Run]], sources: list[str]) -> list[Run]:
         servers = [r for i in server_files for r in runs[i]]
         server_src = ", ".join(sources[i] for i in server_files)
         return [join(c, servers, client_src, server_src) for c in runs[client_files[0]]]
+    if _same_shape(runs):
+        return [stack([file_runs[i] for file_runs in runs]) for i in range(len(runs[0]))]
     raise ReadError(
         f"{', '.join(sources)}: cannot combine these files into one side; give either several "
-        "Prometheus scrapes of one run, or one client-side per-request file plus server span "
-        "files of the same run",
+        "Prometheus scrapes of one run, one client-side per-request file plus server span "
+        "files of the same run, or repeated runs as per-request files of one tool with the "
+        "same columns and scenarios",
         file=", ".join(sources),
+    )
+
+
+# ---------------------------------------------------------------- repeated runs
+
+# the per-request columns a run may have: runs of one side must have the same ones
+_COLUMNS = (
+    "ttft",
+    "total",
+    "request_id",
+    "input_tokens",
+    "output_tokens",
+    "itl",
+    "start_time",
+    "end_time",
+    "prompt_hash",
+    "tpot",
+)
+
+
+def _shape(run: Run) -> tuple[object, ...]:
+    return (
+        run.meta.get("format"),
+        run.scenario,
+        tuple(run.slices),
+        tuple(getattr(run, name) is None for name in _COLUMNS),
+    )
+
+
+def _same_shape(runs: list[list[Run]]) -> bool:
+    """Every file holds per-request runs of the same tool, scenarios and columns."""
+    if not all(r.per_request for file_runs in runs for r in file_runs):
+        return False
+    first = [_shape(r) for r in runs[0]]
+    return all([_shape(r) for r in file_runs] == first for file_runs in runs[1:])
+
+
+def stack(runs: list[Run]) -> Run:
+    """Runs of one configuration as one Run: their requests one after another, `run` the
+    index of the run each came from (a file's own `run` labels kept apart from the others')."""
+    labels, offset = [], 0
+    for r in runs:
+        own = r.run if r.run is not None else np.zeros(r.n, dtype=np.int64)
+        labels.append(own + offset)
+        offset += int(own.max()) + 1
+
+    def cat(name: str) -> Any:
+        parts = [getattr(r, name) for r in runs]
+        return None if parts[0] is None else np.concatenate(parts)
+
+    ids = cat("request_id")
+    if ids is not None and repeated_ids(ids.astype(str)):  # each run sent the same ids
+        ids = np.array(
+            [f"{k}:{rid}" for k, r in enumerate(runs) for rid in _ids(r)],
+            dtype=object,
+        )
+    ok = None if all(r.ok is None for r in runs) else np.concatenate([r.succeeded for r in runs])
+    durations = [r.duration_s for r in runs]
+    first = runs[0]
+    return replace(
+        first,
+        source=" + ".join(r.source for r in runs),
+        n=sum(r.n for r in runs),
+        slices={name: np.concatenate([r.slices[name] for r in runs]) for name in first.slices},
+        ttft=cat("ttft"),
+        total=cat("total"),
+        ok=ok,
+        request_id=ids,
+        input_tokens=cat("input_tokens"),
+        output_tokens=cat("output_tokens"),
+        itl=_stacked_itl([r.itl for r in runs]),
+        start_time=cat("start_time"),
+        end_time=cat("end_time"),
+        prompt_hash=cat("prompt_hash"),
+        tpot=cat("tpot"),
+        duration_s=None if None in durations else sum(d for d in durations if d is not None),
+        doubts=tuple(d for r in runs for d in r.doubts),
+        run=np.concatenate(labels),
+    )
+
+
+def _ids(run: Run) -> list[Any]:
+    return [] if run.request_id is None else run.request_id.tolist()
+
+
+def _stacked_itl(itls: list[Itl | None]) -> Itl | None:
+    """The gaps of several runs' requests, one run after another."""
+    if any(itl is None for itl in itls):
+        return None
+    have = [itl for itl in itls if itl is not None]
+    ends = np.cumsum([0] + [len(itl.values) for itl in have[:-1]])
+    return Itl(
+        values=np.concatenate([itl.values for itl in have]),
+        offsets=np.concatenate(
+            [[0]] + [itl.offsets[1:] + end for itl, end in zip(have, ends, strict=True)]
+        ).astype(np.int64),
     )
 
 
@@ -292,6 +394,7 @@ def _kept(
         start_time=rows(client.start_time),
         end_time=rows(client.end_time),
         prompt_hash=client.prompt_hash[keep] if client.prompt_hash is not None else None,
+        run=client.run[keep] if client.run is not None else None,
         tpot=rows(client.tpot),
         meta=meta,
     )

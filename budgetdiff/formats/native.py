@@ -212,6 +212,7 @@ def _run(
     has_ok = bool(mapping.all(FAILURE)) or bool(empty)
     ids = mapping.one(ID, "request_id")
     prompts = mapping.one(ID, "prompt_hash")
+    runs = mapping.one(ID, "run")
     return Run(
         source=source,
         n=table.n,
@@ -230,7 +231,16 @@ def _run(
         tpot=measured.get("tpot"),
         columns=mapping.uses,
         doubts=tuple(run_doubts),
+        run=_run_labels(table, runs.column) if runs else None,
     )
+
+
+def _run_labels(table: Table, column: str) -> np.ndarray:
+    """Each row's run as 0, 1, ... in order of first appearance (a label is any text)."""
+    values = decoded(table.get(column)).to_pylist()
+    texts = ["" if v is None else str(v) for v in values]
+    index = {name: i for i, name in enumerate(dict.fromkeys(texts))}
+    return np.array([index[t] for t in texts], dtype=np.int64)
 
 
 def _succeeded(

@@ -225,6 +225,14 @@ RULES: tuple[Rule, ...] = (
         "what the request asked, as a hash: base and head pair by id only where it agrees",
     ),
     Rule(
+        ID,
+        "run",
+        ("run", "run_id", "run_index", "repetition", "trial"),
+        None,
+        "which run of the same configuration a request is from (any text): the runs of a side "
+        "are its clusters, and the interval includes the variance between them",
+    ),
+    Rule(
         FAILURE,
         "error",
         ("error", "errors", "error_message", "error_msg", "err", "exception"),

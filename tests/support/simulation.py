@@ -8,14 +8,19 @@ Runs are drawn many at a time (one array of shape (runs, n) per slice), in arriv
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from scipy.signal import lfilter
 from scipy.stats import binomtest
 
+from budgetdiff.cli import main
 from budgetdiff.stats import Change, attainment, compare_percentile, decide
 
 Rng = np.random.Generator
@@ -279,3 +284,79 @@ def attainment_coverage(sc: Scenario, n: int, runs: int, seed: int) -> float:
         lo, hi = attainment(g[i], CONFIDENCE).ci_pct
         held += lo <= truth <= hi
     return held / runs
+
+
+def write_drifting_side(
+    rng: Rng, folder: Path, name: str, *, runs: int, n: int, drift: float, layout: str
+) -> list[Path]:
+    """One side of `runs` drifting runs (`drifting_side`) as native CSV tables of the five
+    slices. `layout`: "files" (one per run), "column" (one file, a `run` column: `rep-0`,
+    `rep-1`, ...) or "untold" (one file, nothing says which run a request is from)."""
+    s = drifting_side(rng, 1, runs, n, drift)
+    header = [f"{k}_ms" for k in MEDIANS_MS]
+    values = np.column_stack([s[k][0] for k in MEDIANS_MS])
+    cells = [[f"{v:.3f}" for v in row] for row in values]
+    if layout == "column":
+        header.append("run")
+        cells = [[*row, f"rep-{i // n}"] for i, row in enumerate(cells)]
+    if layout != "files":
+        chunks = [(folder / f"{name}.csv", cells)]
+    else:
+        chunks = [(folder / f"{name}{r}.csv", cells[r * n : (r + 1) * n]) for r in range(runs)]
+    for path, rows_ in chunks:
+        path.write_text("\n".join(",".join(row) for row in [header, *rows_]) + "\n")
+    return [path for path, _ in chunks]
+
+
+def drift_budget() -> str:
+    """The simulations' budget (7 rows) with no size floors, for the command line."""
+    slices_ = ", ".join(f"{k}: 1000" for k in MEDIANS_MS)
+    return (
+        "version: 1\npercentile: 95\n"
+        f"slo: {{ttft: {TTFT_TARGET_MS}, total: {TOTAL_TARGET_MS}}}\n"
+        f"slices: {{{slices_}}}\nfirst_token_after: prefill\n"
+        "regression: {min_change: 0%, min_ms: 0}\n"
+    )
+
+
+@dataclass(frozen=True)
+class CliAA:
+    """A/A pairs through `budgetdiff compare`: how many flagged a row, how many flagged rows'
+    intervals hold 0, and each report's last note."""
+
+    pairs: int
+    flagged: int
+    through_zero: int
+    notes: tuple[str, ...]
+
+
+def cli_drift_aa(
+    folder: Path, pairs: int, seed: int, *, runs: int, n: int, drift: float, layout: str
+) -> CliAA:
+    """A/A pairs of sides of `runs` drifting runs each, given to the command line as files."""
+    rng = np.random.default_rng(seed)
+    budget = folder / "budget.yml"
+    budget.write_text(drift_budget())
+    flagged = through_zero = 0
+    notes = []
+    for _ in range(pairs):
+        argv = ["compare", "--budget", str(budget), "--output", "json"]
+        for side in ("base", "head"):
+            for path in write_drifting_side(
+                rng, folder, side, runs=runs, n=n, drift=drift, layout=layout
+            ):
+                argv += [f"--{side}", str(path)]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(argv, environ={})
+        assert code in (0, 1), code
+        report = json.loads(out.getvalue())
+        moved = [
+            r
+            for r in (*report["slo"], *report["slices"])
+            if r["change"] in ("regression", "improvement")
+        ]
+        flagged += bool(moved)
+        through_zero += sum(1 for r in moved if r["ci_ms"][0] <= 0.0 <= r["ci_ms"][1])
+        notes.append(report["notes"][-1])
+    return CliAA(pairs, flagged, through_zero, tuple(notes))

@@ -125,3 +125,42 @@ def test_no_tpot_without_output_token_counts() -> None:
     run = Run(source="r.json", n=2, total=np.full(2, 150.0), ttft=np.full(2, 50.0))
     prep = prepare(run, parse_budget("version: 1\n", "b.yml"))
     assert prep.tpot_from is None and "tpot" not in prep.metrics
+
+
+def test_each_rows_values_keep_their_run() -> None:
+    """A side of several runs: every row's values carry the run they came from, cut as the row
+    cuts its values (failed requests out, arrival order within a run, TPOT of requests with
+    more than one token, ITL per gap, the longest stall of requests with gaps)."""
+    from budgetdiff.budget import parse_budget
+    from budgetdiff.table import Itl
+
+    budget = parse_budget("version: 1\npercentile: 95\nslo: {total: 1000}\n", "budget.yml")
+    labels = np.array([0, 0, 0, 1, 1, 1])
+    ok = np.array([True, True, False, True, True, True])
+    gaps = [2, 0, 1, 3, 1, 2]  # per request
+    decode = np.array([10.0, 11, 12, 13, 14, 15])
+    run = Run(
+        "runs.csv",
+        6,
+        slices={"queue": np.ones(6), "decode": decode},
+        ok=ok,
+        output_tokens=np.array([3.0, 1, 2, 4, 1, 3]),
+        itl=Itl(values=np.arange(9.0) + 1, offsets=np.concatenate([[0], np.cumsum(gaps)])),
+        start_time=np.array([1.0, 0, 2, 5, 4, 3]),  # each run's clock; run 1 backwards
+        run=labels,
+    )
+    prep = prepare(run, budget)
+    order = [1, 0, 5, 4, 3]  # succeeded, by (run, start)
+    assert prep.run_count == 2
+    np.testing.assert_array_equal(prep.slices["decode"], decode[order])
+    np.testing.assert_array_equal(prep.runs["decode"], labels[order])
+    np.testing.assert_array_equal(prep.runs["total"], labels[order])
+    # TPOT: requests 0, 5, 3 (more than one token), in that order
+    assert len(prep.metrics["tpot"]) == 3
+    np.testing.assert_array_equal(prep.runs["tpot"], [0, 1, 1])
+    # ITL: the gaps of succeeded requests in file order (request 2 failed: its gap is out)
+    assert len(prep.metrics["itl"]) == 8
+    np.testing.assert_array_equal(prep.runs["itl"], [0, 0, 1, 1, 1, 1, 1, 1])
+    # the longest stall of requests with gaps (request 1 has none): 0, 5, 4, 3
+    assert len(prep.metrics["max_stall"]) == 4
+    np.testing.assert_array_equal(prep.runs["max_stall"], [0, 1, 1, 1])
