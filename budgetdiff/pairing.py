@@ -16,7 +16,7 @@ import numpy as np
 
 from budgetdiff import numbers
 from budgetdiff.errors import UsageError
-from budgetdiff.table import Itl, Run, repeated_ids
+from budgetdiff.table import Run, repeated_ids
 
 # Ids pair when at least this share of the requests in both agree on what they asked (a few
 # may differ: an answer cut short by a timeout); the ones that disagree are left out.
@@ -169,24 +169,10 @@ def _rows(run: Run, index: np.ndarray) -> Run:
         request_id=cut(run.request_id),
         input_tokens=cut(run.input_tokens),
         output_tokens=cut(run.output_tokens),
-        itl=_itl_rows(run.itl, index),
+        itl=run.itl.rows(index) if run.itl is not None else None,
         start_time=cut(run.start_time),
         end_time=cut(run.end_time),
         prompt_hash=cut(run.prompt_hash),
         tpot=cut(run.tpot),
         run=cut(run.run),
     )
-
-
-def _itl_rows(itl: Itl | None, index: np.ndarray) -> Itl | None:
-    if itl is None:
-        return None
-    lengths = np.diff(itl.offsets)[index]
-    starts = itl.offsets[:-1][index]
-    pick = (
-        np.concatenate([np.arange(s, s + m) for s, m in zip(starts, lengths, strict=True)])
-        if len(starts)
-        else np.zeros(0, dtype=np.int64)
-    )
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return Itl(values=itl.values[pick.astype(np.int64)], offsets=offsets)

@@ -48,6 +48,18 @@ class Itl:
     values: FloatArray
     offsets: npt.NDArray[np.int64]
 
+    def rows(self, index: npt.NDArray[Any]) -> Itl:
+        """The gaps of the requests `index` selects (a boolean mask or positions), in its order."""
+        lengths = np.diff(self.offsets)[index]
+        starts = self.offsets[:-1][index]
+        pick = (
+            np.concatenate([np.arange(a, a + m) for a, m in zip(starts, lengths, strict=True)])
+            if len(starts)
+            else np.zeros(0, dtype=np.int64)
+        )
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        return Itl(values=self.values[pick.astype(np.int64)], offsets=offsets)
+
     def per_request_max(self) -> FloatArray:
         """The longest single gap of each request (NaN for a request with no gaps)."""
         n = len(self.offsets) - 1

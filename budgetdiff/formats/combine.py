@@ -390,29 +390,11 @@ def _kept(
         request_id=client.request_id[keep],
         input_tokens=rows(client.input_tokens),
         output_tokens=rows(client.output_tokens),
-        itl=_kept_itl(client.itl, keep),
+        itl=client.itl.rows(keep) if client.itl is not None and not keep.all() else client.itl,
         start_time=rows(client.start_time),
         end_time=rows(client.end_time),
         prompt_hash=client.prompt_hash[keep] if client.prompt_hash is not None else None,
         run=client.run[keep] if client.run is not None else None,
         tpot=rows(client.tpot),
         meta=meta,
-    )
-
-
-def _kept_itl(itl: Itl | None, keep: BoolArray) -> Itl | None:
-    """The gaps of the requests in `keep`."""
-    if itl is None or keep.all():
-        return itl
-    lengths = np.diff(itl.offsets)[keep]
-    starts = itl.offsets[:-1][keep]
-    pick = (
-        np.concatenate([np.arange(a, a + m) for a, m in zip(starts, lengths, strict=True)])
-        if len(starts)
-        else np.zeros(0, dtype=np.int64)
-    )
-    return replace(
-        itl,
-        values=itl.values[pick.astype(np.int64)],
-        offsets=np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
     )
