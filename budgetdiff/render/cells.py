@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from budgetdiff.numbers import count, interval, ms, num, pct, percentile, points, signed_ms
+from budgetdiff.numbers import count, interval, ms, num, pct, percentile, points, signed_ms, times
 from budgetdiff.results import Comparison, Row, Side
 from budgetdiff.whatif import FixFirst
 
@@ -92,7 +92,16 @@ def requests(n: int | None) -> str:
 def headroom(r: Row) -> str:
     if r.status is None:
         return ""
-    return f"{STATUS_WORDS[r.status]} {pct(r.headroom_pct)}"
+    return f"{STATUS_WORDS[r.status]} {room(r.headroom_pct)}"
+
+
+def room(headroom_pct: float | None) -> str:
+    """The headroom left, or how far over the target: `6.7%`, `47.7% over`, `2.5x over`
+    (never a negative headroom)."""
+    if headroom_pct is None or headroom_pct >= 0:
+        return pct(headroom_pct)
+    over = -headroom_pct
+    return f"{times(1 + over / 100)} over" if over >= 100 else f"{pct(over)} over"
 
 
 def budget_use(r: Row) -> str:

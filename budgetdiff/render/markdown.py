@@ -178,7 +178,7 @@ def _slo_table(c: Comparison) -> list[str]:
     body = [
         [
             *_measured(r, compare),
-            f"{STATUS_ICON[r.status]} {pct(r.headroom_pct)}" if r.status else "",
+            f"{STATUS_ICON[r.status]} {cells.room(r.headroom_pct)}" if r.status else "",
         ]
         for r in c.slo
     ]
