@@ -176,13 +176,6 @@ def record(environ: Mapping[str, str], env: Mapping[str, str], code: int) -> Non
         print(actions.command("warning", f"history not written: {exc}", title="budgetdiff"))
 
 
-def _head_alone(o: RunOptions) -> bool:
-    """No base of any kind was given: a check of head (the SLOs and slice budgets, and the
-    history's drift), as `budgetdiff check` does; a base given but missing stays `no_base`."""
-    given = (o.base, o.base_artifact, o.base_ref, o.allow_missing_base, o.base_match, o.base_at)
-    return not any(given)
-
-
 def main(environ: Mapping[str, str] | None = None) -> int:
     environ = os.environ if environ is None else environ
     env: dict[str, str] = dict(environ)
@@ -191,7 +184,7 @@ def main(environ: Mapping[str, str] | None = None) -> int:
         nonlocal env
         o, env = build(environ)
         edge = Edge(environ=env, out=sys.stdout, github=GitHubContext.from_environ(env))
-        if _head_alone(o):  # the push-to-main history job: nothing to compare with
+        if not o.base_flags():  # the push-to-main history job: no base of any kind
             print(
                 actions.command("notice", "no base given: head checked alone", title="budgetdiff")
             )

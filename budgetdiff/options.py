@@ -115,6 +115,19 @@ class RunOptions:
     base_at: str | None = None
     head_at: str | None = None
 
+    def base_flags(self) -> list[str]:
+        """The flags given that name a base of some kind (files, a git ref, an artifact, a
+        Prometheus matcher or time): none means a check of head alone."""
+        given = (
+            ("--base", self.base),
+            ("--base-ref", self.base_ref),
+            ("--base-artifact", self.base_artifact),
+            ("--allow-missing-base", self.allow_missing_base),
+            ("--base-match", self.base_match),
+            ("--base-at", self.base_at),
+        )
+        return [flag for flag, value in given if value]
+
 
 # ---- the Action's inputs --------------------------------------------------------------------
 

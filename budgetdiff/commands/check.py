@@ -9,16 +9,7 @@ from budgetdiff.options import RunOptions
 
 
 def run(o: RunOptions, edge: Edge) -> int:
-    given = [
-        flag
-        for flag, value in (
-            ("--base", o.base),
-            ("--base-ref", o.base_ref),
-            ("--base-artifact", o.base_artifact),
-            ("--allow-missing-base", o.allow_missing_base),
-        )
-        if value
-    ]
+    given = o.base_flags()
     if given:
         raise UsageError(f"{given[0]}: check takes no base; use compare")
     return evaluate_and_finish(request(o, edge, compare=False), o, edge)
