@@ -28,23 +28,13 @@ from tests.support.fake_github import (
     event_payload,
     make_env,
     make_zip,
+    parse_outputs,
 )
 from tests.support.paths import DEMO
 
 
 def outputs(env: dict[str, str]) -> dict[str, str]:
-    values: dict[str, str] = {}
-    lines = iter(Path(env["GITHUB_OUTPUT"]).read_text().split("\n"))
-    for line in lines:
-        if "<<" in line:
-            name, delimiter = line.split("<<", 1)
-            collected = []
-            for inner in lines:
-                if inner == delimiter:
-                    break
-                collected.append(inner)
-            values[name] = "\n".join(collected)
-    return values
+    return parse_outputs(Path(env["GITHUB_OUTPUT"]).read_text())
 
 
 def demo_args(*extra: str) -> list[str]:

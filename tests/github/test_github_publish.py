@@ -17,7 +17,16 @@ from budgetdiff.github.actions import command, format_outputs
 from budgetdiff.github.api import ApiError, GitHubClient
 from budgetdiff.github.comment import COMMENT_MAX_CHARS, fit, marker, text_length
 from budgetdiff.results import Finding
-from tests.support.fake_github import BOT, PR, REPO, TOKEN, FakeGitHub, event_payload, make_env
+from tests.support.fake_github import (
+    BOT,
+    PR,
+    REPO,
+    TOKEN,
+    FakeGitHub,
+    event_payload,
+    make_env,
+    parse_outputs,
+)
 
 
 def renderer(text: str) -> Any:
@@ -52,21 +61,6 @@ def make_pub(
         json_path=json_path,
         render_markdown=renderer(body),
     )
-
-
-def parse_outputs(text: str) -> dict[str, str]:
-    values: dict[str, str] = {}
-    lines = iter(text.split("\n"))
-    for line in lines:
-        if "<<" in line:
-            name, delimiter = line.split("<<", 1)
-            collected = []
-            for inner in lines:
-                if inner == delimiter:
-                    break
-                collected.append(inner)
-            values[name] = "\n".join(collected)
-    return values
 
 
 class Sleeps(list[float]):

@@ -663,3 +663,19 @@ def make_env(
     }
     env.update(extra)
     return env
+
+
+def parse_outputs(text: str) -> dict[str, str]:
+    """The name=value and name<<DELIMITER blocks of a GITHUB_OUTPUT file."""
+    values: dict[str, str] = {}
+    lines = iter(text.split("\n"))
+    for line in lines:
+        if "<<" in line:
+            name, delimiter = line.split("<<", 1)
+            collected = []
+            for inner in lines:
+                if inner == delimiter:
+                    break
+                collected.append(inner)
+            values[name] = "\n".join(collected)
+    return values
