@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 
 from budgetdiff import cli
 from budgetdiff.commands import check, compare
-from budgetdiff.commands.output import Edge
+from budgetdiff.commands.edge import Edge
 from budgetdiff.errors import PublishError, UsageError
 from budgetdiff.evaluate import TREND_LINK_ENV
 from budgetdiff.github import GitHubContext, actions, fetch_results_artifact

@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from budgetdiff.commands.output import Edge
+from budgetdiff.commands.edge import Edge
 from budgetdiff.errors import BUG_EXIT_CODE, BudgetdiffError, bug_message
 from budgetdiff.parser import parse
 from budgetdiff.render.text import one_line

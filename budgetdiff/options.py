@@ -15,7 +15,7 @@ from typing import Final, Literal, TypeAlias
 
 from budgetdiff.budget import FAIL_KINDS
 from budgetdiff.errors import UsageError
-from budgetdiff.report import REPORT_ID_RULE, is_report_id
+from budgetdiff.report_id import REPORT_ID_RULE, is_report_id
 
 FAIL_NEVER = "never"
 ON_FINDINGS: Final = "on-findings"
@@ -189,3 +189,57 @@ def from_action(environ: Mapping[str, str]) -> RunOptions:
         if raw or spec.empty_is_a_value:
             given[spec.field] = spec.parse(raw, f"input `{name}`")
     return RunOptions(**given)  # type: ignore[arg-type]
+
+
+# The options of the commands that take neither base nor head results (`RunOptions` is
+# compare's, check's, rebudget's and demo's): here, so the parser needs no command module.
+
+
+@dataclass(frozen=True)
+class WhatifOptions:
+    """whatif: the estimate's numbers, or measured requests and the changes to their slices."""
+
+    budget: str | None = None  # None: budget.yml, which --slo-total/--slo-ttft do without
+    slo_total: float | None = None
+    slo_ttft: float | None = None
+    ttft: float | None = None
+    tokens_per_s: float | None = None
+    tpot: float | None = None
+    tokens: float | None = None
+    tail: float = 0.0
+    head: tuple[str, ...] = ()
+    head_ref: str | None = None
+    format: str = "auto"
+    scenario: tuple[str, ...] = ()
+    scale: tuple[str, ...] = ()  # SLICE=FACTOR, as given
+    add: tuple[str, ...] = ()  # SLICE=MS, as given
+    steps: float | None = None  # an agent task's steps (commands.agent_whatif)
+    step_ms: float | None = None  # and its ms per step
+
+
+@dataclass(frozen=True)
+class HistoryOptions:
+    """history: the JSON Lines file, and the page to draw it on."""
+
+    file: str
+    html: str | None = None
+
+
+@dataclass(frozen=True)
+class InspectOptions:
+    """inspect: the file, and the budget whose `column:`/`unit:` mappings apply."""
+
+    file: str = ""
+    budget: str | None = None
+    format: str = "auto"
+
+
+@dataclass(frozen=True)
+class InitOptions:
+    dir: str = "."
+    force: bool = False
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """schema takes none."""

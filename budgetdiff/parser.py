@@ -10,21 +10,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
+from importlib import import_module
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from budgetdiff import __version__, options
-from budgetdiff.commands import (
-    check,
-    compare,
-    demo,
-    history,
-    init,
-    inspect,
-    rebudget,
-    schema,
-    whatif,
-)
-from budgetdiff.commands.output import Edge
+from budgetdiff.commands.edge import Edge
 from budgetdiff.formats.registry import names as format_names
 from budgetdiff.options import RunOptions
 from budgetdiff.render.text import one_line
@@ -79,13 +69,18 @@ Run = Callable[[Any, Edge], int]
 
 @dataclass(frozen=True, slots=True)
 class Command:
-    """A subcommand: its help, its arguments, the options they become and what runs it."""
+    """A subcommand: its name, help and arguments, and the options they become."""
 
-    name: str
+    name: str  # and the module in `budgetdiff.commands` whose `run` it is
     help: str
     arguments: tuple[Callable[[argparse.ArgumentParser], None], ...]
     options: type[DataclassInstance]
-    run: Run
+
+    def run(self) -> Run:
+        """The command's `run`, imported once it is the one asked for: `--help` loads no
+        command, a compare neither whatif nor history."""
+        run: Run = import_module(f"budgetdiff.commands.{self.name}").run
+        return run
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +107,7 @@ def parse(argv: list[str] | None) -> Parsed:
             flag, parse_value = _VALUES[f.name]
             value = parse_value(value, flag)
         values[f.name] = tuple(value) if isinstance(value, list) else value
-    return Parsed(command.run, command.options(**values), bool(given.get("github")))
+    return Parsed(command.run(), command.options(**values), bool(given.get("github")))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -325,6 +320,14 @@ def _number(value: str) -> float:
         raise argparse.ArgumentTypeError(f"{value[:40]!r}: write a number") from None
 
 
+def _inspect_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="a results file (any format budgetdiff reads)")
+    p.add_argument(
+        "--budget", metavar="FILE", help="apply this budget's slices and column: / unit: mappings"
+    )
+    p.add_argument("--format", default="auto", metavar="NAME", help="input format")
+
+
 _REPORT = (_read_arguments, _output_arguments, _github_arguments)
 COMMANDS = (
     Command(
@@ -332,50 +335,43 @@ COMMANDS = (
         "base vs head against the budget: report, verdict, exit code",
         (_base_arguments, _live_arguments, _page_arguments, *_REPORT),
         RunOptions,
-        compare.run,
     ),
     Command(
         "check",
         "one run against the SLO and slice budgets, no base",
         (_no_base_arguments, _live_arguments, _page_arguments, *_REPORT),
         RunOptions,
-        check.run,
     ),
     Command(
         "rebudget",
         "propose a new split of the SLO from measured data",
         (_head_arguments, *_REPORT, _write_argument),
         RunOptions,
-        rebudget.run,
     ),
     Command(
         "whatif",
         "estimate TTFT + tokens / rate + tail, or recompute data, vs the SLO",
         (_whatif_arguments,),
-        whatif.WhatifOptions,
-        whatif.run,
+        options.WhatifOptions,
     ),
     Command(
         "history",
         "trends and drift of a history file (JSON Lines of reports)",
         (_history_arguments,),
-        history.HistoryOptions,
-        history.run,
+        options.HistoryOptions,
     ),
-    Command("demo", "run compare on bundled example data", _REPORT, RunOptions, demo.run),
+    Command("demo", "run compare on bundled example data", _REPORT, RunOptions),
     Command(
         "inspect",
         "show how a file is read: each column's role and unit, counts, the first rows",
-        (inspect.arguments,),
-        inspect.InspectOptions,
-        inspect.run,
+        (_inspect_arguments,),
+        options.InspectOptions,
     ),
     Command(
         "init",
         "write a commented budget.yml, a workflow and an example pair to start from",
         (_init_arguments,),
-        init.InitOptions,
-        init.run,
+        options.InitOptions,
     ),
-    Command("schema", "print the JSON Schema of the budget file", (), schema.NoOptions, schema.run),
+    Command("schema", "print the JSON Schema of the budget file", (), options.NoOptions),
 )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -16,16 +15,6 @@ if TYPE_CHECKING:
     import pandas
 
     from budgetdiff.history import History
-
-# A report's id names its PR comment, its annotations and its JSON file: the one rule for
-# `--id`, the API's `id=` and the Action's `id` input
-REPORT_ID_RULE = "1-64 letters, digits, '.', '_' or '-'"
-_REPORT_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
-
-
-def is_report_id(value: str) -> bool:
-    return _REPORT_ID.fullmatch(value) is not None
-
 
 # Report.to_frame(): one row per SLO metric and slice, these columns, in this order
 FRAME_COLUMNS = (

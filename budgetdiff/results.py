@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Literal
 
-from budgetdiff.stats import Attainment
 from budgetdiff.table import ColumnUse
 
 if TYPE_CHECKING:  # computed by the compute stage, which builds on these types
     from budgetdiff.agent_results import AgentSection
     from budgetdiff.rebudget import Proposal
+    from budgetdiff.stats import Attainment
     from budgetdiff.whatif import FixFirst
 
 

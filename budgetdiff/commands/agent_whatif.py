@@ -16,7 +16,8 @@ from budgetdiff.numbers import count, ms, percentile, steps
 
 if TYPE_CHECKING:
     from budgetdiff.budget import Budget
-    from budgetdiff.commands.whatif import Say, WhatifOptions
+    from budgetdiff.commands.whatif import Say
+    from budgetdiff.options import WhatifOptions
 
 
 def run(o: WhatifOptions, budget: Budget, env: Mapping[str, str], say: Say) -> int:

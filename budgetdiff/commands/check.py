@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from budgetdiff.commands.compare import evaluate_and_finish, request
-from budgetdiff.commands.output import Edge
+from budgetdiff.commands.edge import Edge
 from budgetdiff.errors import UsageError
 from budgetdiff.options import RunOptions
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from budgetdiff import evaluate
 from budgetdiff.budget import load_budget
-from budgetdiff.commands.output import Edge, finish, write_atomic
+from budgetdiff.commands.edge import Edge
+from budgetdiff.commands.output import finish, write_atomic
 from budgetdiff.errors import UsageError
 from budgetdiff.evaluate import Base, Files, Live, Request, Source
 from budgetdiff.options import RunOptions

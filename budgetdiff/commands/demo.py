@@ -7,7 +7,7 @@ from dataclasses import replace
 from importlib.resources import as_file, files
 
 from budgetdiff.commands import compare
-from budgetdiff.commands.output import Edge
+from budgetdiff.commands.edge import Edge
 from budgetdiff.options import RunOptions
 
 

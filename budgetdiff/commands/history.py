@@ -3,28 +3,21 @@ change points, drift) as a table of words, and the trend page that draws them.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from budgetdiff import history, numbers
 from budgetdiff.budget import Regression
-from budgetdiff.commands.output import Edge, write_atomic
+from budgetdiff.commands.edge import Edge
+from budgetdiff.commands.output import write_atomic
 from budgetdiff.errors import InputError
 from budgetdiff.evaluate import load_history
 from budgetdiff.history import History, Loaded
 from budgetdiff.numbers import count, ms, pct, percentile
+from budgetdiff.options import HistoryOptions
 from budgetdiff.render.fit import column, prose, table
 from budgetdiff.render.page import render_page
 from budgetdiff.render.text import plain
 from budgetdiff.terminal import width
-
-
-@dataclass(frozen=True)
-class HistoryOptions:
-    """history: the JSON Lines file, and the page to draw it on."""
-
-    file: str
-    html: str | None = None
 
 
 def run(o: HistoryOptions, edge: Edge) -> int:

@@ -5,21 +5,15 @@ runs on, so the first command after `init` shows a report. Never overwrites a fi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from budgetdiff.commands.output import Edge
+from budgetdiff.commands.edge import Edge
 from budgetdiff.errors import UsageError
+from budgetdiff.options import InitOptions
 from budgetdiff.render.text import plain
 
 EXAMPLE_DIR = "budgetdiff-example"
-
-
-@dataclass(frozen=True)
-class InitOptions:
-    dir: str = "."
-    force: bool = False
 
 
 # where each file goes (relative to DIR): the packaged file it is a copy of (folder, name)

@@ -9,32 +9,14 @@ reads, 2 when it cannot (the same one-line error as `check`).
 
 from __future__ import annotations
 
-import argparse
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from budgetdiff.commands.output import Edge
+    from budgetdiff.commands.edge import Edge
+    from budgetdiff.options import InspectOptions
     from budgetdiff.table import FloatArray, Run
 
 FIRST_ROWS = 5
-
-
-@dataclass(frozen=True)
-class InspectOptions:
-    """inspect: the file, and the budget whose `column:`/`unit:` mappings apply."""
-
-    file: str = ""
-    budget: str | None = None
-    format: str = "auto"
-
-
-def arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="a results file (any format budgetdiff reads)")
-    p.add_argument(
-        "--budget", metavar="FILE", help="apply this budget's slices and column: / unit: mappings"
-    )
-    p.add_argument("--format", default="auto", metavar="NAME", help="input format")
 
 
 def run(o: InspectOptions, edge: Edge) -> int:

@@ -1,14 +1,13 @@
-"""What a command touches besides its options (`Edge`), and where a Report goes: the files
-the options name, stdout, and with --github the run's page and the pull request."""
+"""Where a Report goes: the files the options name, stdout, and with --github the run's page
+and the pull request."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from budgetdiff.budget_file import write_atomically
+from budgetdiff.commands.edge import Edge
 from budgetdiff.errors import UsageError
 from budgetdiff.options import RunOptions
 from budgetdiff.render.markdown import render_markdown
@@ -17,18 +16,6 @@ from budgetdiff.terminal import width
 
 if TYPE_CHECKING:
     from budgetdiff.github import GitHubContext
-
-
-@dataclass(frozen=True, slots=True)
-class Edge:
-    """The environment, the output stream and, with --github, the runner's context (read from
-    the environment once, by `cli.main` or the Action); `sleep` waits between a live
-    Prometheus' retries (None: really wait; tests pass a stand-in)."""
-
-    environ: Mapping[str, str]
-    out: TextIO
-    github: GitHubContext | None = None
-    sleep: Callable[[float], None] | None = None
 
 
 def finish(report: Report, o: RunOptions, edge: Edge) -> int:

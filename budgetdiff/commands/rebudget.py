@@ -7,7 +7,7 @@ from pathlib import Path
 
 from budgetdiff.budget import Budget, load_budget
 from budgetdiff.budget_file import write_budget
-from budgetdiff.commands.output import Edge
+from budgetdiff.commands.edge import Edge
 from budgetdiff.errors import UsageError
 from budgetdiff.evaluate import Files, Reading, rebudget_for
 from budgetdiff.numbers import count, ms, num, pct, percentile

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from budgetdiff.budget import json_schema
-from budgetdiff.commands.output import Edge
-
-
-@dataclass(frozen=True)
-class NoOptions:
-    """schema takes none."""
+from budgetdiff.commands.edge import Edge
+from budgetdiff.options import NoOptions
 
 
 def run(o: NoOptions, edge: Edge) -> int:

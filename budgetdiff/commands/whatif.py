@@ -12,10 +12,11 @@ from typing import TextIO, TypeAlias
 
 from budgetdiff import numbers, whatif
 from budgetdiff.budget import Budget, load_budget
-from budgetdiff.commands.output import Edge
+from budgetdiff.commands.edge import Edge
 from budgetdiff.errors import UsageError
 from budgetdiff.evaluate import Files, Reading, WhatIf, what_if
 from budgetdiff.numbers import count, ms, pct, percentile, setting_pct, signed_ms
+from budgetdiff.options import WhatifOptions
 from budgetdiff.render.fit import column, prose, table
 from budgetdiff.render.text import plain
 from budgetdiff.terminal import width
@@ -23,28 +24,6 @@ from budgetdiff.terminal import width
 DEFAULT_BUDGET = "budget.yml"
 # (what, value, its SLO target): one line each against the SLO
 Check: TypeAlias = tuple[str, float | None, float | None]
-
-
-@dataclass(frozen=True)
-class WhatifOptions:
-    """whatif: the estimate's numbers, or measured requests and the changes to their slices."""
-
-    budget: str | None = None  # None: budget.yml, which --slo-total/--slo-ttft do without
-    slo_total: float | None = None
-    slo_ttft: float | None = None
-    ttft: float | None = None
-    tokens_per_s: float | None = None
-    tpot: float | None = None
-    tokens: float | None = None
-    tail: float = 0.0
-    head: tuple[str, ...] = ()
-    head_ref: str | None = None
-    format: str = "auto"
-    scenario: tuple[str, ...] = ()
-    scale: tuple[str, ...] = ()  # SLICE=FACTOR, as given
-    add: tuple[str, ...] = ()  # SLICE=MS, as given
-    steps: float | None = None  # an agent task's steps (commands.agent_whatif)
-    step_ms: float | None = None  # and its ms per step
 
 
 @dataclass(frozen=True, slots=True)

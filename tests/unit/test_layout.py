@@ -18,7 +18,7 @@ from tests.support import paths
 ROOT = paths.ROOT / "budgetdiff"
 # the stages, in the order data flows; a module belongs to the first stage naming its top name
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("errors", "numbers", "units", "table", "stats", "changepoint")),
+    ("base", ("errors", "numbers", "units", "table", "stats", "changepoint", "report_id")),
     ("read", ("formats", "sources")),
     ("budget", ("budget", "budget_file", "budget_problems")),
     ("results", ("results", "agent_results")),
