@@ -30,6 +30,7 @@ import argparse
 import json
 import math
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -538,6 +539,56 @@ def startup(repeat: int, baseline: str | None = None) -> None:
         print(f"start-up guard, {name}: {ratio:.2f}x, {verdict} the {STARTUP_BOUND:g}x bound")
 
 
+# The start-up in instructions: the same commands, each counted once by valgrind's callgrind.
+# An instruction count does not move with the load of other jobs the way a wall time does (a
+# 2-core machine shared with other work reads its floor anywhere from 0.10 s to 0.25 s), so the
+# split of the fixed cost between the libraries, budgetdiff's imports and the run is exact here.
+INSTRUCTION_STEPS = {
+    "import numpy, pyarrow": "import numpy, pyarrow",
+    "+ scipy.special": "import numpy, pyarrow, scipy.special",
+    "+ pydantic, yaml, tabulate (every library a compare imports)": (
+        "import numpy, pyarrow, scipy.special, pydantic, yaml, tabulate"
+    ),
+    "+ budgetdiff's modules a compare imports": (
+        "import budgetdiff.evaluate, budgetdiff.commands.compare"
+    ),
+}
+
+
+def instructions(python: str) -> None:
+    """Each step's instruction count over `import numpy, pyarrow`'s, then the 100-row compare's
+    and `budgetdiff --help`'s (needs valgrind)."""
+    fixed_cost(1)  # writes the files; compiles what the first run imports
+    paths = [str(WORK / f"fixed-{side}.csv") for side in ("base", "head")]
+    steps = {name: (code,) for name, code in INSTRUCTION_STEPS.items()}
+    steps["the 100-row compare, --output json"] = (
+        COMPARE,
+        *paths,
+        str(WORK / "fixed.yml"),
+        "native",
+        "json",
+    )
+    steps["budgetdiff --help"] = (HELP,)
+    counts = {name: _instructions(python, *command) for name, command in steps.items()}
+    floor = counts["import numpy, pyarrow"]
+    print(f"\ninstructions (callgrind), {python}:")
+    print("| step | instructions | vs the floor |\n|---|---:|---:|")
+    for name, n in counts.items():
+        print(f"| {name} | {n / 1e6:,.0f} M | {n / floor:.2f}x |")
+
+
+def _instructions(python: str, code: str, *args: str) -> int:
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", python, "-c",
+         "import sys\n" + code, *args],
+        capture_output=True, text=True, env=ENV, cwd=WORK,
+    )  # fmt: skip
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"failed: {done.stderr[-2000:]}")
+    return int(found.group(1))
+
+
 def run_format(
     name: str, sizes: list[int], repeat: int, fixed: dict[str, Any]
 ) -> list[dict[str, Any]]:
@@ -670,6 +721,12 @@ def main(argv: list[str] | None = None) -> None:
         "(needs no samples)",
     )
     parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="only the fixed cost, in instructions (valgrind's callgrind): the libraries, "
+        "budgetdiff's imports and the 100-row compare, each over `import numpy, pyarrow`",
+    )
+    parser.add_argument(
         "--python",
         default=sys.executable,
         help="the interpreter of the runs (another environment's: a non-editable install)",
@@ -693,6 +750,9 @@ def main(argv: list[str] | None = None) -> None:
     WORK.mkdir(exist_ok=True)
     if args.startup:
         startup(args.repeat, args.baseline)
+        return
+    if args.instructions:
+        instructions(args.python)
         return
     if not SAMPLES.is_dir():
         raise SystemExit(f"needs the real samples in {SAMPLES}")
