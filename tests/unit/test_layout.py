@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -169,3 +171,34 @@ def test_the_format_spec_pattern_sees_the_shapes_it_must() -> None:
     for shape in ('f"{x:.1f} ms"', 'f"{n:,} rows"', 'f"p{p:g}"', 'f"{f:.0%}"', 'f"{d:+g}"'):
         assert _FORMAT_SPEC.search(shape), shape
     assert not _FORMAT_SPEC.search("f\"{ms(x)} and {d['k']}\"")
+
+
+# which modules a console-script run leaves loaded (a fresh interpreter: this one has them all)
+_LOADED = """
+import contextlib, io, sys
+from budgetdiff.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    main(sys.argv[1:])
+print(" ".join(m for m in sys.modules if m.startswith(("budgetdiff", "scipy"))))
+"""
+
+
+def _loaded(*argv: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED, *argv], capture_output=True, text=True, check=True
+    )
+    return set(done.stdout.split())
+
+
+def test_a_command_loads_only_what_it_runs() -> None:
+    """The parser knows every command by name; a command's module (and what it needs) is loaded
+    when it runs: `--help` and `schema` read no results, so they load neither the readers nor
+    the statistics, and a compare loads no other command."""
+    for argv in (["--help"], ["schema"], ["compare", "--help"]):
+        loaded = _loaded(*argv)
+        assert not {"scipy", "budgetdiff.evaluate", "budgetdiff.formats.detect"} & loaded, argv
+    assert "budgetdiff.commands.schema" in _loaded("schema")
+    compare = _loaded("demo", "--output", "json")
+    assert {"budgetdiff.commands.demo", "budgetdiff.evaluate", "scipy"} <= compare
+    others = {f"budgetdiff.commands.{c}" for c in ("whatif", "history", "init", "inspect")}
+    assert not others & compare
