@@ -141,6 +141,7 @@ def _rows(series: list[_Series], budget: Budget) -> list[AgentRow]:
             family_size=len(tested),
             min_change=regression.min_change,
             min_ms=_floor(s, budget),
+            values="tasks" if s.unit == "steps" else "steps",  # steps per task: one per task
         )
         for s in tested
         if s.base is not None
