@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Literal
 from budgetdiff.agent_judge import agent_findings
 from budgetdiff.budget import Budget
 from budgetdiff.numbers import (
+    amount,
     count,
     given,
     interval,
@@ -462,15 +463,19 @@ def _drift(t: Trend, budget: Budget, p: str) -> _Raw:
     threshold = setting_pct(budget.regression.min_change)
     message = (
         f"{p} {t.label} {pct(t.cumulative_pct, signed=True)} over {len(t.values) - 1} run(s) "
-        f"since the budget last changed ({ms(t.values[0])} -> {ms(t.values[-1])})"
+        f"since the budget last changed ({amount(t.values[0], t.unit)} -> "
+        f"{amount(t.values[-1], t.unit)})"
     )
     if t.steps_below:
         message += f", each step below the {threshold} threshold"
     message += (
         f"; {pct(t.change_pct, signed=True)} above the level of its first "
-        f"{t.reference_runs} run(s) ({ms(t.reference_ms)}, " + f"{p_value(t.p_value)})"
+        f"{t.reference_runs} run(s) ({amount(t.reference, t.unit)}, {p_value(t.p_value)})"
     )
     if t.slower_since:
         message += f"; slower since {t.slower_since}"
-    gate: Kind | Literal["own"] | None = "own" if budget.gated(t.kind, t.name) else None
-    return _Raw(Kind.DRIFT, t.name, message, gate)
+    # an agent row may fail the gate when the budget holds it (`regression.metrics` names the
+    # SLO metrics and slices only)
+    gated = t.target is not None if t.kind == "agent" else budget.gated(t.kind, t.name)
+    gate: Kind | Literal["own"] | None = "own" if gated else None
+    return _Raw(Kind.DRIFT, t.subject, message, gate)

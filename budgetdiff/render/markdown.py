@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from tabulate import DataRow, TableFormat, tabulate
 
 from budgetdiff.numbers import (
+    amount,
     budget_ms,
     count,
     interval,
@@ -446,9 +447,9 @@ def history_section(s: Scenario) -> list[str]:
     body = []
     for t in h.trends:
         ref = (
-            f"{pct(t.change_pct, signed=True)} vs {ms(t.reference_ms)}"
+            f"{pct(t.change_pct, signed=True)} vs {amount(t.reference, t.unit)}"
             f" (first {t.reference_runs} run(s))"
-            if t.reference_ms is not None
+            if t.reference is not None
             else "–"
         )
         body.append(
@@ -457,7 +458,7 @@ def history_section(s: Scenario) -> list[str]:
                 t.sparkline,
                 f"{pct(t.cumulative_pct, signed=True)} over {len(t.values) - 1}",
                 ref
-                + (" ❌ drift" if t.drift and t.name in failing else " ⚠️ drift" if t.drift else ""),
+                + (" ❌ drift" if t.drift and t.subject in failing else " ⚠️ drift" if t.drift else ""),
                 md(f"since {t.slower_since}", 80) if t.slower_since else "–",
             ]
         )
