@@ -452,13 +452,13 @@ def history_section(s: Scenario) -> list[str]:
             if t.reference is not None
             else "–"
         )
+        drift = " ❌ drift" if t.subject in failing else " ⚠️ drift"
         body.append(
             [
                 md(t.label),
                 t.sparkline,
                 f"{pct(t.cumulative_pct, signed=True)} over {len(t.values) - 1}",
-                ref
-                + (" ❌ drift" if t.drift and t.subject in failing else " ⚠️ drift" if t.drift else ""),
+                ref + (drift if t.drift else ""),
                 md(f"since {t.slower_since}", 80) if t.slower_since else "–",
             ]
         )
