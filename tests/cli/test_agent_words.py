@@ -115,6 +115,7 @@ def test_too_few_tasks_say_tasks_and_how_many_are_needed(
     out = " ".join(out.split())  # the lines as one, wherever the terminal folded them
     assert f"too few tasks for an interval at p95: needs at least {need} per side" in out
     assert f"(needs {need} tasks)" in out
+    assert ": too few tasks to tell\n" in _run(capsys, *argv, output="markdown")[1]  # heading
     assert not REQUEST.findall(out)
     _, out = _run(capsys, "check", "--head", str(head), "--budget", str(BUDGET), output="table")
     out = " ".join(out.split())
