@@ -30,7 +30,7 @@ from budgetdiff.rows import PER_TOKEN
 
 # The kind of a trend's row: an SLO metric, a slice, or an agent row (`agent.rows` of a report)
 TrendKind = Literal["slo", "slice", "agent"]
-Unit = Literal["ms", "steps"]  # an agent's steps per task is a count of steps, not a duration
+ValueUnit = Literal["ms", "steps"]  # an agent's steps per task is a count of steps, not a duration
 # each kind of row in a report's JSON: (kind, list key, name key, target key, head key, its
 # interval's key); the agent's rows are `agent.rows`
 _SECTIONS: tuple[tuple[TrendKind, str, str, str, str, str], ...] = (
@@ -56,7 +56,7 @@ class Point:
 
     head: float
     ci: tuple[float, float] | None
-    unit: Unit = "ms"
+    unit: ValueUnit = "ms"
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class Current:
     target: float | None
     head: float
     head_ci: tuple[float, float] | None
-    unit: Unit = "ms"
+    unit: ValueUnit = "ms"
 
     @classmethod
     def of(cls, r: Row | AgentRow) -> Current | None:
@@ -126,7 +126,7 @@ class Trend:
     steps_below: bool  # every step from run to run below regression.min_change
     slower_since: str | None  # the first run of the first level above the reference
     drift: bool = False
-    unit: Unit = "ms"
+    unit: ValueUnit = "ms"
 
     @property
     def cumulative_pct(self) -> float | None:
@@ -234,7 +234,7 @@ def _entry(doc: object, number: int, commit: str | None) -> Entry:
             if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME:
                 raise _Skip(f"`{where}[{i}].{name_key}` is not a name")
             at = f"{where}[{i}]"
-            unit: Unit = "steps" if kind == "agent" and row.get("unit") == "steps" else "ms"
+            unit: ValueUnit = "steps" if kind == "agent" and row.get("unit") == "steps" else "ms"
             target = _number(row.get(target_key), f"{at}.{target_key}", unit)
             targets.append((kind, name, target))
             head = _number(row.get(head_key), f"{at}.{head_key}", unit)
@@ -250,7 +250,7 @@ def _entry(doc: object, number: int, commit: str | None) -> Entry:
     return Entry(number, commit, scenario, percentile, tuple(sorted(targets)), points)
 
 
-def _number(value: object, where: str, unit: Unit = "ms") -> float | None:
+def _number(value: object, where: str, unit: ValueUnit = "ms") -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
