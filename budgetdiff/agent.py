@@ -141,6 +141,7 @@ def _rows(series: list[_Series], budget: Budget) -> list[AgentRow]:
             family_size=len(tested),
             min_change=regression.min_change,
             min_ms=_floor(s, budget),
+            values="tasks" if s.unit == "steps" else "steps",  # steps per task: one per task
         )
         for s in tested
         if s.base is not None
@@ -152,14 +153,18 @@ def _rows(series: list[_Series], budget: Budget) -> list[AgentRow]:
         confidence=regression.confidence,
     )
     verdicts = dict(zip(changes, decided, strict=True))
-    return [_row(s, changes.get(s.name), verdicts.get(s.name), p) for s in series]
+    return [
+        _row(s, changes.get(s.name), verdicts.get(s.name), p, regression.confidence) for s in series
+    ]
 
 
 def _floor(s: _Series, budget: Budget) -> float:
     return STEP_FLOOR if s.unit == "steps" else budget.regression.min_ms
 
 
-def _row(s: _Series, change: stats.Change | None, verdict: str | None, p: float) -> AgentRow:
+def _row(
+    s: _Series, change: stats.Change | None, verdict: str | None, p: float, confidence: float
+) -> AgentRow:
     head = _at(s.head, p)
     base = _at(s.base, p)
     quantiles = {}
@@ -181,6 +186,7 @@ def _row(s: _Series, change: stats.Change | None, verdict: str | None, p: float)
         change=Change(verdict) if verdict else None,
         p_value=change.p_value if change else None,
         notes=(change.note,) if change and change.note else (),
+        head_ci=stats.interval(s.head, p, confidence) if len(s.head) else None,
         **quantiles,
     )
 

@@ -8,6 +8,15 @@ from typing import Literal
 
 from budgetdiff.results import Change
 
+# How an agent row is named among the SLO metrics and slices; a tool's row is `tool NAME`
+LABELS = {
+    "steps": "steps per task",
+    "step": "step round trip",
+    "model": "step model",
+    "tool": "step tool",
+    "between": "step between",
+}
+
 
 @dataclass(frozen=True)
 class AgentRow:
@@ -29,6 +38,13 @@ class AgentRow:
     # the steps row: p50 and max per side (base, head), beside the percentile
     p50: tuple[float | None, float | None] = (None, None)
     max: tuple[float | None, float | None] = (None, None)
+    # the head's own interval for its percentile (what a history of runs compares with)
+    head_ci: tuple[float, float] | None = None
+
+    @property
+    def label(self) -> str:
+        """The row's name beside the SLO metrics and slices (a history's trends)."""
+        return LABELS.get(self.name, self.name)
 
     @property
     def over_budget(self) -> bool:

@@ -1,5 +1,6 @@
 """A history of runs (JSON Lines of budgetdiff JSON reports) against the current one: the trend
-of every SLO metric and slice, the change points, and the drift since the budget last changed.
+of every SLO metric and slice (and agent row: steps per task, the step round trip, its parts,
+each tool), the change points, and the drift since the budget last changed.
 
 Everything in a history file is attacker-controlled (a PR may have written it, or a hostile
 branch): every line is parsed into typed values here, and a line that is not a budgetdiff
@@ -15,18 +16,27 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
 from budgetdiff import changepoint, numbers, stats
+from budgetdiff.agent import STEP_FLOOR
+from budgetdiff.agent_results import LABELS as AGENT_LABELS
+from budgetdiff.agent_results import AgentRow
 from budgetdiff.budget import Budget, Regression
-from budgetdiff.results import Comparison, Row, RowKind
+from budgetdiff.results import METRIC_LABELS, Comparison, Row
 from budgetdiff.rows import PER_TOKEN
 
-# each kind of row in a report's JSON: (kind, list key, name key, target key)
-_SECTIONS: tuple[tuple[RowKind, str, str, str], ...] = (
-    ("slo", "slo", "metric", "target_ms"),
-    ("slice", "slices", "name", "budget_ms"),
+# The kind of a trend's row: an SLO metric, a slice, or an agent row (`agent.rows` of a report)
+TrendKind = Literal["slo", "slice", "agent"]
+ValueUnit = Literal["ms", "steps"]  # an agent's steps per task is a count of steps, not a duration
+# each kind of row in a report's JSON: (kind, list key, name key, target key, head key, its
+# interval's key); the agent's rows are `agent.rows`
+_SECTIONS: tuple[tuple[TrendKind, str, str, str, str, str], ...] = (
+    ("slo", "slo", "metric", "target_ms", "head_ms", "head_ci_ms"),
+    ("slice", "slices", "name", "budget_ms", "head_ms", "head_ci_ms"),
+    ("agent", "rows", "name", "target", "head", "head_ci"),
 )
 MAX_BYTES = 64 * 1024**2  # the whole history file
 MAX_LINE = 1024**2  # one report
@@ -42,10 +52,11 @@ _BARS = "▁▂▃▄▅▆▇█"
 
 @dataclass(frozen=True)
 class Point:
-    """One run's value of one row: its percentile and its own interval."""
+    """One run's value of one row: its percentile and its own interval (ms, or steps)."""
 
-    head_ms: float
-    ci_ms: tuple[float, float] | None
+    head: float
+    ci: tuple[float, float] | None
+    unit: ValueUnit = "ms"
 
 
 @dataclass(frozen=True)
@@ -56,8 +67,8 @@ class Entry:
     commit: str | None
     scenario: str | None
     percentile: float
-    targets: tuple[tuple[RowKind, str, float | None], ...]  # (kind, name, target): the budget
-    points: dict[tuple[RowKind, str], Point]  # (kind, name) -> value
+    targets: tuple[tuple[TrendKind, str, float | None], ...]  # (kind, name, target): the budget
+    points: dict[tuple[TrendKind, str], Point]  # (kind, name) -> value
 
     @property
     def label(self) -> str:
@@ -72,17 +83,42 @@ class Loaded:
 
 
 @dataclass(frozen=True)
-class Trend:
-    """One SLO metric or slice over the history, with the head as its last point."""
+class Current:
+    """A row of the current run, as a trend holds it: an SLO metric, a slice or an agent row."""
 
-    kind: RowKind
+    kind: TrendKind
     name: str
     label: str
-    target_ms: float | None
+    target: float | None
+    head: float
+    head_ci: tuple[float, float] | None
+    unit: ValueUnit = "ms"
+
+    @classmethod
+    def of(cls, r: Row | AgentRow) -> Current | None:
+        """None: the row has no head value."""
+        if isinstance(r, AgentRow):
+            if r.head is None:
+                return None
+            return cls("agent", r.name, r.label, r.target, r.head, r.head_ci, r.unit)
+        if r.head_ms is None:
+            return None
+        return cls(r.kind, r.name, r.label, r.target_ms, r.head_ms, r.head_ci_ms)
+
+
+@dataclass(frozen=True)
+class Trend:
+    """One SLO metric, slice or agent row over the history, with the head as its last point.
+    Its values, target and reference are in `unit`: ms, or (steps per task) steps."""
+
+    kind: TrendKind
+    name: str
+    label: str
+    target: float | None
     runs: tuple[Entry, ...]  # the window: since the budget last changed
     values: tuple[float, ...]  # the window's values, then the head's
     change_points: tuple[int, ...]  # indices into values where the level changed
-    reference_ms: float | None  # the level before the first change point in the window
+    reference: float | None  # the level before the first change point in the window
     reference_runs: int  # how many runs that level is the mean of
     change_pct: float | None  # head vs reference
     z: float | None
@@ -90,12 +126,18 @@ class Trend:
     steps_below: bool  # every step from run to run below regression.min_change
     slower_since: str | None  # the first run of the first level above the reference
     drift: bool = False
+    unit: ValueUnit = "ms"
 
     @property
     def cumulative_pct(self) -> float | None:
         """The head against the first run since the budget last changed."""
         first = self.values[0]
         return 100 * (self.values[-1] - first) / first if len(self.values) > 1 and first else None
+
+    @property
+    def subject(self) -> str:
+        """What its `drift` finding is about: the row's name (`agent.step` for an agent row)."""
+        return f"agent.{self.name}" if self.kind == "agent" else self.name
 
     @property
     def sparkline(self) -> str:
@@ -171,43 +213,52 @@ def _entry(doc: object, number: int, commit: str | None) -> Entry:
     percentile = _number(doc.get("percentile"), "percentile")
     if percentile is None or not 0 < percentile < 100:
         raise _Skip("`percentile` must be a number between 0 and 100")
-    targets: list[tuple[RowKind, str, float | None]] = []
-    points: dict[tuple[RowKind, str], Point] = {}
-    for kind, key, name_key, target_key in _SECTIONS:
-        rows = doc.get(key)
+    targets: list[tuple[TrendKind, str, float | None]] = []
+    points: dict[tuple[TrendKind, str], Point] = {}
+    agent = doc.get("agent")  # null in a report without agent tasks
+    if agent is not None and not isinstance(agent, dict):
+        raise _Skip("`agent` must be an object")
+    for kind, key, name_key, target_key, head_key, ci_key in _SECTIONS:
+        section = doc if kind != "agent" else agent
+        if section is None:
+            continue
+        where = key if kind != "agent" else f"agent.{key}"
+        rows = section.get(key)
         if not isinstance(rows, list) or len(rows) > 256:
-            raise _Skip(f"`{key}` must be a list of rows")
+            raise _Skip(f"`{where}` must be a list of rows")
         for i, row in enumerate(rows):
             if not isinstance(row, dict):
-                raise _Skip(f"`{key}` must be a list of rows")
+                raise _Skip(f"`{where}` must be a list of rows")
             # a name is only ever matched against the current report's rows, never shown
             name = row.get(name_key)
             if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME:
-                raise _Skip(f"`{key}[{i}].{name_key}` is not a name")
-            where = f"{key}[{i}]"
-            target = _number(row.get(target_key), f"{where}.{target_key}")
+                raise _Skip(f"`{where}[{i}].{name_key}` is not a name")
+            at = f"{where}[{i}]"
+            unit: ValueUnit = "steps" if kind == "agent" and row.get("unit") == "steps" else "ms"
+            target = _number(row.get(target_key), f"{at}.{target_key}", unit)
             targets.append((kind, name, target))
-            head = _number(row.get("head_ms"), f"{where}.head_ms")
+            head = _number(row.get(head_key), f"{at}.{head_key}", unit)
             if head is None:
                 continue
-            ci = row.get("head_ci_ms")
+            ci = row.get(ci_key)
             interval = None
             if isinstance(ci, list) and len(ci) == 2:
-                low, high = (_number(v, f"{where}.head_ci_ms") for v in ci)
+                low, high = (_number(v, f"{at}.{ci_key}", unit) for v in ci)
                 if low is not None and high is not None and low <= head <= high:
                     interval = (low, high)
-            points[(kind, name)] = Point(head, interval)
+            points[(kind, name)] = Point(head, interval, unit)
     return Entry(number, commit, scenario, percentile, tuple(sorted(targets)), points)
 
 
-def _number(value: object, where: str) -> float | None:
+def _number(value: object, where: str, unit: ValueUnit = "ms") -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _Skip(f"`{where}` is not a number")
     x = float(value)
     if not math.isfinite(x) or x < 0 or x > 1e9:
-        raise _Skip(f"`{where}` is {numbers.given(x)}: not a duration in ms")
+        what = "a duration in ms" if unit == "ms" else "a count of steps"
+        raise _Skip(f"`{where}` is {numbers.given(x)}: not {what}")
     return x
 
 
@@ -216,7 +267,9 @@ def _number(value: object, where: str) -> float | None:
 
 def analyse(loaded: Loaded, c: Comparison, budget: Budget) -> History:
     """Trends of the current rows over the runs since the budget last changed, and the drift."""
-    rows = [r for r in (*c.slo, *c.slices) if r.head_ms is not None]
+    agent: tuple[AgentRow, ...] = c.agent.rows if c.agent is not None else ()
+    shown: list[Row | AgentRow] = [*c.slo, *c.slices, *agent]
+    rows = [x for x in (Current.of(r) for r in shown) if x is not None]
     return _analyse(loaded, rows, c.name, c.percentile, budget.regression)
 
 
@@ -228,21 +281,28 @@ def latest(loaded: Loaded, regression: Regression) -> History | None:
     earlier = Loaded(tuple(e for e in loaded.entries if e.line != last.line), loaded.warnings)
     targets = {(k, n): t for k, n, t in last.targets}
     rows = [
-        Row(name, kind, targets.get((kind, name)), None, p.head_ms, head_ci_ms=p.ci_ms)
+        Current(kind, name, _label(kind, name), targets.get((kind, name)), p.head, p.ci, p.unit)
         for (kind, name), p in last.points.items()
     ]
-    rows.sort(key=lambda r: r.kind != "slo")  # the SLO metrics first, as in the report
+    order = {"slo": 0, "slice": 1, "agent": 2}
+    rows.sort(key=lambda r: order[r.kind])  # the SLO metrics first, as in the report
     return _analyse(earlier, rows, last.scenario, last.percentile, regression)
+
+
+def _label(kind: TrendKind, name: str) -> str:
+    """A row's label from its kind and name, as the report would say it."""
+    labels = {"slo": METRIC_LABELS, "agent": AGENT_LABELS}.get(kind, {})
+    return labels.get(name, name)
 
 
 def _analyse(
     loaded: Loaded,
-    rows: list[Row],
+    rows: list[Current],
     scenario: str | None,
     percentile: float,
     regression: Regression,
 ) -> History:
-    key = (percentile, _targets(tuple(sorted((r.kind, r.name, r.target_ms) for r in rows))))
+    key = (percentile, _targets(tuple(sorted((r.kind, r.name, r.target) for r in rows))))
     window: list[Entry] = []
     for entry in reversed(loaded.entries):
         if entry.scenario != scenario:
@@ -259,11 +319,13 @@ def _analyse(
     for i, sig in zip(gated, significant, strict=True):
         t = trends[i]
         floor = 0.0 if t.kind == "slo" and t.name in PER_TOKEN else regression.min_ms
+        if t.unit == "steps":
+            floor = STEP_FLOOR  # as the agent's rows are held base vs head
         big = (
             t.change_pct is not None
-            and t.reference_ms is not None
+            and t.reference is not None
             and t.change_pct > 100 * regression.min_change
-            and t.values[-1] - t.reference_ms > floor
+            and t.values[-1] - t.reference > floor
         )
         if sig and big:
             out[i] = replace(t, drift=True)
@@ -278,31 +340,30 @@ def _analyse(
 
 
 def _targets(
-    targets: Sequence[tuple[str, str, float | None]],
-) -> tuple[tuple[str, str, float], ...]:
+    targets: Sequence[tuple[TrendKind, str, float | None]],
+) -> tuple[tuple[TrendKind, str, float], ...]:
     """The budget's part: rows with a target (a row the data lacks or gains is not a change)."""
     return tuple((k, n, t) for k, n, t in targets if t is not None)
 
 
-def _trend(r: Row, window: list[Entry], regression: Regression) -> Trend:
+def _trend(r: Current, window: list[Entry], regression: Regression) -> Trend:
     runs = [e for e in window if (r.kind, r.name) in e.points]
     points = [e.points[(r.kind, r.name)] for e in runs]
-    assert r.head_ms is not None
-    values = [p.head_ms for p in points] + [r.head_ms]
+    values = [p.head for p in points] + [r.head]
     recent = max(0, len(values) - CHANGEPOINT_RUNS)
     found = [recent + i for i in changepoint.change_points(np.array(values[recent:]))]
     end = found[0] if found else len(values) - 1  # the head is never its own reference
     reference = points[:end] if recent == 0 else points[recent:end]
-    ref = float(np.mean([p.head_ms for p in reference])) if reference else None
-    change_pct = 100 * (r.head_ms - ref) / ref if ref else None
+    ref = float(np.mean([p.head for p in reference])) if reference else None
+    change_pct = 100 * (r.head - ref) / ref if ref else None
     z = p_value = None
-    ses = [_se(p.ci_ms, regression.confidence) for p in reference]
-    head_se = _se(r.head_ci_ms, regression.confidence)
+    ses = [_se(p.ci, regression.confidence) for p in reference]
+    head_se = _se(r.head_ci, regression.confidence)
     if ref is not None and head_se is not None and all(s is not None for s in ses):
         ref_var = sum(s * s for s in ses if s is not None) / len(ses) ** 2
         se = math.sqrt(head_se**2 + ref_var)
         if se > 0:
-            z = (r.head_ms - ref) / se
+            z = (r.head - ref) / se
             p_value = 1 - stats.normal_cdf(z)  # one-sided: only worse is drift
     steps = [abs(b - a) / a for a, b in itertools.pairwise(values) if a > 0]
     slower = None
@@ -315,17 +376,18 @@ def _trend(r: Row, window: list[Entry], regression: Regression) -> Trend:
         kind=r.kind,
         name=r.name,
         label=r.label,
-        target_ms=r.target_ms,
+        target=r.target,
         runs=tuple(runs),
         values=tuple(values),
         change_points=tuple(found),
-        reference_ms=ref,
+        reference=ref,
         reference_runs=len(reference),
         change_pct=change_pct,
         z=z,
         p_value=p_value,
         steps_below=bool(steps) and max(steps) < regression.min_change,
         slower_since=slower,
+        unit=r.unit,
     )
 
 

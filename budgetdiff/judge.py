@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Literal
 from budgetdiff.agent_judge import agent_findings
 from budgetdiff.budget import Budget
 from budgetdiff.numbers import (
+    amount,
     count,
     given,
     interval,
@@ -154,6 +155,7 @@ def summarize(c: Comparison, findings: Sequence[Finding], verdict: Verdict) -> S
         also=also[:3] if not regressed else (),
         workloads=workloads,
         missing_ms=missing.part_ms if missing is not None else None,
+        unit=c.unit,
     )
 
 
@@ -198,11 +200,12 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
         and "cancelled" not in c.head.meta  # said with the cancellation, below
     ):
         # check: the failures said as compare says them (the percentiles are of the rest)
+        units = c.unit.plural
         out.append(
             _Raw(
                 Kind.FAILURES,
-                "requests",
-                f"{count(c.head.failed)} of {count(c.head.requests)} requests failed "
+                units,
+                f"{count(c.head.failed)} of {count(c.head.requests)} {units} failed "
                 f"({pct(100 * c.head.failed / c.head.requests)}); the percentiles are of the "
                 f"{count(c.head.requests - c.head.failed)} that succeeded",
                 None,
@@ -215,20 +218,22 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
 
 
 def _cancelled(c: Comparison) -> _Raw:
+    units = c.unit.plural
     failed = (
-        f": {count(c.head.failed)} of {count(c.head.requests)} requests failed"
+        f": {count(c.head.failed)} of {count(c.head.requests)} {units} failed"
         if c.head.requests and c.head.failed_known
         else ""
     )
     message = f"the head run was cancelled before it finished{failed}"
-    return _Raw(Kind.FAILURES, "requests", message, None)
+    return _Raw(Kind.FAILURES, units, message, None)
 
 
 def _all_failed(c: Comparison) -> _Raw:
+    units = c.unit.plural
     return _Raw(
         Kind.BREACH,
-        "requests",
-        f"every one of the {count(c.head.requests or 0)} head requests failed: no SLO holds",
+        units,
+        f"every one of the {count(c.head.requests or 0)} head {units} failed: no SLO holds",
     )
 
 
@@ -324,9 +329,9 @@ def _inconclusive(c: Comparison, p: str) -> list[_Raw]:
     names = ", ".join(r.label for r in rows)
     side = " per side" if c.base is not None else f" (head has {count(c.head.requests or 0)})"
     why = (
-        f"too few requests for an interval at {p}: needs at least {count(need)}{side}"
+        f"too few {c.unit.plural} for an interval at {p}: needs at least {count(need)}{side}"
         if need
-        else "no per-request data for an interval"
+        else f"no per-{c.unit.value} data for an interval"
     )
     return [_Raw(Kind.INCONCLUSIVE, names, f"{names}: {why}; the gate cannot tell", None)]
 
@@ -443,13 +448,14 @@ def _failure_rate(c: Comparison, confidence: float) -> _Raw:
     pooled = (fb + fh) / (nb + nh)
     se = math.sqrt(pooled * (1 - pooled) * (1 / nb + 1 / nh)) if nb and nh else 0.0
     significant = se > 0 and (rh - rb) / se > normal_quantile((1 + confidence) / 2)
+    units = c.unit.plural
     message = (
-        f"{count(fh)} of {count(nh)} requests failed at head ({pct(100 * rh)}), "
+        f"{count(fh)} of {count(nh)} {units} failed at head ({pct(100 * rh)}), "
         f"{count(fb)} of {count(nb)} at base ({pct(100 * rb)})"
     )
     if significant:  # the budget cannot name it: a higher failure rate fails as a regression
-        return _Raw(Kind.FAILURE_RATE, "requests", message, Kind.REGRESSION)
-    return _Raw(Kind.FAILURES, "requests", message, None)
+        return _Raw(Kind.FAILURE_RATE, units, message, Kind.REGRESSION)
+    return _Raw(Kind.FAILURES, units, message, None)
 
 
 def _drift(t: Trend, budget: Budget, p: str) -> _Raw:
@@ -457,15 +463,19 @@ def _drift(t: Trend, budget: Budget, p: str) -> _Raw:
     threshold = setting_pct(budget.regression.min_change)
     message = (
         f"{p} {t.label} {pct(t.cumulative_pct, signed=True)} over {len(t.values) - 1} run(s) "
-        f"since the budget last changed ({ms(t.values[0])} -> {ms(t.values[-1])})"
+        f"since the budget last changed ({amount(t.values[0], t.unit)} -> "
+        f"{amount(t.values[-1], t.unit)})"
     )
     if t.steps_below:
         message += f", each step below the {threshold} threshold"
     message += (
         f"; {pct(t.change_pct, signed=True)} above the level of its first "
-        f"{t.reference_runs} run(s) ({ms(t.reference_ms)}, " + f"{p_value(t.p_value)})"
+        f"{t.reference_runs} run(s) ({amount(t.reference, t.unit)}, {p_value(t.p_value)})"
     )
     if t.slower_since:
         message += f"; slower since {t.slower_since}"
-    gate: Kind | Literal["own"] | None = "own" if budget.gated(t.kind, t.name) else None
-    return _Raw(Kind.DRIFT, t.name, message, gate)
+    # an agent row may fail the gate when the budget holds it (`regression.metrics` names the
+    # SLO metrics and slices only)
+    gated = t.target is not None if t.kind == "agent" else budget.gated(t.kind, t.name)
+    gate: Kind | Literal["own"] | None = "own" if gated else None
+    return _Raw(Kind.DRIFT, t.subject, message, gate)

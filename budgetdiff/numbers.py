@@ -134,3 +134,8 @@ def steps(x: float | None) -> str:
     if x is None or math.isnan(x):
         return "–"
     return f"{x:,.1f}".removesuffix(".0")
+
+
+def amount(x: float | None, unit: str) -> str:
+    """A value in its unit: `2,500 ms`, or (an agent's steps per task) `7 steps`."""
+    return f"{steps(x)} steps" if unit == "steps" and x is not None else ms(x)

@@ -16,6 +16,7 @@ import numpy as np
 
 from budgetdiff import numbers
 from budgetdiff.errors import UsageError
+from budgetdiff.results import Unit, unit_of
 from budgetdiff.table import Run, repeated_ids
 
 # Ids pair when at least this share of the requests in both agree on what they asked (a few
@@ -44,34 +45,36 @@ class Match:
 
 def match(base: Run, head: Run, pair: bool | None = None) -> Match:
     """Pair base and head by request id where the requests agree on what they asked; `pair`
-    True (`--pair`) pairs on ids alone, False (`--no-pair`) never pairs."""
+    True (`--pair`) pairs on ids alone, False (`--no-pair`) never pairs. The notes name what
+    the runs count (`request`, or an agent's `task`)."""
+    unit = unit_of(head.meta)
     if pair is False:
-        return Match(base, head, False, ("not paired by request id (--no-pair)",))
+        return Match(base, head, False, (f"not paired by {unit.value} id (--no-pair)",))
     why_not = _unusable(base) or _unusable(head)
     if why_not:
         if pair:
-            raise UsageError(f"--pair: {why_not}; pair only runs with one id per request")
+            raise UsageError(f"--pair: {why_not}; pair only runs with one id per {unit.value}")
         return Match(base, head, False)
     a, b = base.request_id, head.request_id
     assert a is not None and b is not None
     common, ib, ih = np.intersect1d(a, b, assume_unique=True, return_indices=True)
     if not len(common):
         if pair:
-            raise UsageError(f"--pair: no request id of {head.source} is in {base.source}")
+            raise UsageError(f"--pair: no {unit.value} id of {head.source} is in {base.source}")
         return Match(base, head, False)
     agree, said = _agreement(base, head, ib, ih)
     if pair:
         agreed = f"; their {_what(said)} agree on {numbers.pct(100 * float(agree.mean()))}"
-        note = f"paired by request id (--pair){agreed if said else ''}"
-        return _paired(base, head, ib, ih, [note])
+        note = f"paired by {unit.value} id (--pair){agreed if said else ''}"
+        return _paired(base, head, ib, ih, [note], unit)
     if not said:
         if len(common) < OVERLAP * min(base.n, head.n):
-            return Match(base, head, False, (_few_in_both(len(common), base, head),))
+            return Match(base, head, False, (_few_in_both(len(common), base, head, unit),))
         note = (
-            "paired by request id alone: neither table has token counts or a prompt hash to "
-            "show the requests asked the same; --no-pair if they did not"
+            f"paired by {unit.value} id alone: neither table has token counts or a prompt hash "
+            f"to show the {unit.plural} asked the same; --no-pair if they did not"
         )
-        return _paired(base, head, ib, ih, [note])
+        return _paired(base, head, ib, ih, [note], unit)
     share = float(agree.mean())
     if share < AGREE:
         return Match(
@@ -79,51 +82,54 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
             head,
             False,
             (
-                f"{numbers.count(len(common))} request ids are in both runs, but their "
+                f"{numbers.count(len(common))} {unit.value} ids are in both runs, but their "
                 f"{_what(said)} agree on only {numbers.pct(100 * share)} of them: not the "
-                "same requests, compared unpaired; --pair to pair them anyway",
+                f"same {unit.plural}, compared unpaired; --pair to pair them anyway",
             ),
         )
     kept = int(agree.sum())
     if kept < OVERLAP * min(base.n, head.n):
-        return Match(base, head, False, (_few_in_both(kept, base, head),))
-    notes = [f"the requests paired by id agree on their {_what(said)}"]
+        return Match(base, head, False, (_few_in_both(kept, base, head, unit),))
+    notes = [f"the {unit.plural} paired by id agree on their {_what(said)}"]
     if kept < len(common):
         notes.append(
-            f"{numbers.count(len(common) - kept)} request(s) in both disagree on their "
+            f"{numbers.count(len(common) - kept)} {unit.value}(s) in both disagree on their "
             f"{_what(said)}: left out of the comparison"
         )
-    return _paired(base, head, ib[agree], ih[agree], notes)
+    return _paired(base, head, ib[agree], ih[agree], notes, unit)
 
 
-def _paired(base: Run, head: Run, ib: np.ndarray, ih: np.ndarray, notes: list[str]) -> Match:
+def _paired(
+    base: Run, head: Run, ib: np.ndarray, ih: np.ndarray, notes: list[str], unit: Unit
+) -> Match:
     """Both runs cut to the paired requests (each in its own order), and said so when that
     leaves some out."""
     if len(ib) == base.n == head.n:
         return Match(base, head, True, tuple(notes))
     notes.append(
-        f"head ran {numbers.count(head.n)} requests and base {numbers.count(base.n)}: "
+        f"head ran {numbers.count(head.n)} {unit.plural} and base {numbers.count(base.n)}: "
         f"compared on the {numbers.count(len(ib))} both ran, the others are left out"
     )
     return Match(_rows(base, np.sort(ib)), _rows(head, np.sort(ih)), True, tuple(notes))
 
 
-def _few_in_both(k: int, base: Run, head: Run) -> str:
+def _few_in_both(k: int, base: Run, head: Run, unit: Unit) -> str:
     return (
-        f"only {numbers.count(k)} request ids are in both runs (base {numbers.count(base.n)}, "
-        f"head {numbers.count(head.n)}): compared unpaired, on every request of each"
+        f"only {numbers.count(k)} {unit.value} ids are in both runs (base "
+        f"{numbers.count(base.n)}, head {numbers.count(head.n)}): compared unpaired, on every "
+        f"{unit.value} of each"
     )
 
 
 def _unusable(run: Run) -> str | None:
-    """Why a run's ids cannot pair its requests, or None."""
-    ids = run.request_id
+    """Why a run's ids cannot pair its requests (or tasks), or None."""
+    ids, unit = run.request_id, unit_of(run.meta)
     if ids is None or run.n < 2:
-        return f"{run.source} has no request ids"
+        return f"{run.source} has no {unit.value} ids"
     if not (ids != "").all():
-        return f"{run.source} has requests without an id"
+        return f"{run.source} has {unit.plural} without an id"
     if repeated_ids(ids):
-        return f"{run.source} repeats request ids"
+        return f"{run.source} repeats {unit.value} ids"
     return None
 
 

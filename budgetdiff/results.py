@@ -8,6 +8,7 @@ finding kind is one line in `Kind`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Literal
@@ -75,6 +76,23 @@ class Change(Word):
     IMPROVEMENT = "improvement"
     NONE = "none"
     INCONCLUSIVE = "inconclusive"
+
+
+class Unit(Word):
+    """What one row of a run is, as the report counts and names it: a request to the server,
+    or an agent's task (several steps, each a model call and a tool round trip; issue 28)."""
+
+    REQUEST = "request"
+    TASK = "task"
+
+    @property
+    def plural(self) -> str:
+        return f"{self.value}s"
+
+
+def unit_of(meta: Mapping[str, object]) -> Unit:
+    """The unit a reader gave its run (`meta["unit"]`; agent readers say `task`)."""
+    return Unit.TASK if meta.get("unit") == Unit.TASK.value else Unit.REQUEST
 
 
 RowKind = Literal["slo", "slice"]
@@ -163,6 +181,11 @@ class Side:
         value = self.meta.get("tool_version")
         return value if isinstance(value, str) else None
 
+    @property
+    def unit(self) -> Unit:
+        """What `requests` counts: requests, or agent tasks."""
+        return unit_of(self.meta)
+
 
 @dataclass(frozen=True)
 class Comparison:
@@ -184,6 +207,11 @@ class Comparison:
     attribution: str | None = None  # how the change of the total was split into the slices
     fix_first: tuple[FixFirst, ...] = ()  # each slice 10% faster, the best first
     agent: AgentSection | None = None  # agent tasks: steps, the step's parts (`agent`)
+
+    @property
+    def unit(self) -> Unit:
+        """What the counts, attainment and pairing count: requests, or agent tasks."""
+        return self.head.unit
 
 
 @dataclass(frozen=True)
@@ -221,6 +249,7 @@ class Summary:
     workloads: bool = False
     # the ms of the percentile in no slice, when that is a finding (named, not a slice)
     missing_ms: float | None = None
+    unit: Unit = Unit.REQUEST  # what a kind's words count (`some tasks failed`)
 
     @property
     def owners(self) -> tuple[Row, ...]:

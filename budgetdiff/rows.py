@@ -18,7 +18,17 @@ from budgetdiff import attribution, numbers, rebudget, stats, whatif
 from budgetdiff.budget import Budget, Regression
 from budgetdiff.numbers import pct
 from budgetdiff.prepare import Prepared, material, slice_sum
-from budgetdiff.results import METRIC_LABELS, Change, Comparison, Row, RowKind, Side, Status
+from budgetdiff.results import (
+    METRIC_LABELS,
+    Change,
+    Comparison,
+    Row,
+    RowKind,
+    Side,
+    Status,
+    Unit,
+    unit_of,
+)
 from budgetdiff.table import UNATTRIBUTED, FloatArray, Run, repeated_ids
 
 OTHER_PERCENTILES = (50.0, 90.0, 99.0)
@@ -44,12 +54,12 @@ def compare(
     )
     split = _split(base, head, _common_slices(base, head), pairs, p)
     series = _series(base, head, split, pairs, budget)
-    changes = _changes(series, budget)
+    changes = _changes(series, budget, unit_of(head.run.meta))
     verdicts = decide_rows(
         changes, floors_ms=[s.floor_ms for s in series], regression=budget.regression
     )
     rows = [
-        _row(s, change=c, verdict=v, split=split, budget=budget)
+        _row(s, change=c, verdict=v, split=split, budget=budget, unit=unit_of(head.run.meta))
         for s, c, v in zip(series, changes, verdicts, strict=True)
     ]
     slo_rows = tuple(r for r in rows if r.kind == "slo")
@@ -59,7 +69,7 @@ def compare(
         *_unbudgeted_notes(head, split, p),
         *_holm_notes(rows, changes, series, budget.regression),
         *notes,
-        *_pairing_notes(pairs, split.method, p),
+        *_pairing_notes(pairs, split.method, p, unit_of(head.run.meta)),
         *(_runs_notes(base, head, budget) if base is not None and head.run.agent is None else []),
     ]
     return Comparison(
@@ -199,7 +209,7 @@ def _series(
     return slo + slices
 
 
-def _changes(series: list[_Series], budget: Budget) -> list[stats.Change | None]:
+def _changes(series: list[_Series], budget: Budget, unit: Unit) -> list[stats.Change | None]:
     """The change of each row that has values on both sides; None for the others."""
     p, regression = budget.percentile, budget.regression
     tested = sum(1 for s in series if s.tested)
@@ -216,6 +226,7 @@ def _changes(series: list[_Series], budget: Budget) -> list[stats.Change | None]
             min_ms=s.floor_ms,
             base_runs=s.base_runs,
             head_runs=s.head_runs,
+            values=unit.plural,
         )
         if s.base is not None and s.head is not None
         else None
@@ -248,10 +259,11 @@ def _row(
     verdict: Change | None,
     split: _Split,
     budget: Budget,
+    unit: Unit,
 ) -> Row:
     p = budget.percentile
     if change is None and s.base is None and s.head is not None:  # check: head alone
-        change, verdict = _too_few_alone(s.head, p, budget.regression.confidence)
+        change, verdict = _too_few_alone(s.head, p, budget.regression.confidence, unit)
     head_ms = change.head if change else _at(s.head, p)
     part = split.head_ms.get(s.name) if s.kind == "slice" else None
     held = part if part is not None else head_ms  # a slice's budget holds its part of the total
@@ -289,7 +301,7 @@ def _row(
 
 
 def _too_few_alone(
-    head: FloatArray, p: float, confidence: float
+    head: FloatArray, p: float, confidence: float, unit: Unit
 ) -> tuple[stats.Change | None, Change | None]:
     """Without a base, a percentile of fewer requests than an interval needs is `inconclusive`
     with the count it needs, as in a compare: never a silent pass (None: enough requests)."""
@@ -298,7 +310,7 @@ def _too_few_alone(
         return None, None
     value = stats.percentile(head, p)
     note = (
-        f"too few requests for an interval at {numbers.percentile(p)}: {head.size} head, "
+        f"too few {unit.plural} for an interval at {numbers.percentile(p)}: {head.size} head, "
         f"{need} needed"
     )
     change = stats.Change(
@@ -458,12 +470,13 @@ def _holm_notes(
 
 
 def _pairing_notes(
-    pairs: tuple[np.ndarray, np.ndarray] | None, method: str | None, p: float
+    pairs: tuple[np.ndarray, np.ndarray] | None, method: str | None, p: float, unit: Unit
 ) -> list[str]:
-    """How the requests were paired, and how the change of the total was split."""
+    """How the requests (or tasks) were paired, and how the change of the total was split."""
     notes = []
     if pairs is not None:
-        notes.append(f"paired by request id: {numbers.count(len(pairs[0]))} requests ran in both")
+        n = numbers.count(len(pairs[0]))
+        notes.append(f"paired by {unit.value} id: {n} {unit.plural} ran in both")
     if method is not None:
         notes.append(
             f"the change of the {numbers.percentile(p)} end to end is split into the slices "

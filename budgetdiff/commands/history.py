@@ -12,7 +12,7 @@ from budgetdiff.commands.output import write_atomic
 from budgetdiff.errors import InputError
 from budgetdiff.evaluate import load_history
 from budgetdiff.history import History, Loaded
-from budgetdiff.numbers import count, ms, pct, percentile
+from budgetdiff.numbers import amount, count, pct, percentile
 from budgetdiff.options import HistoryOptions
 from budgetdiff.render.fit import column, prose, table
 from budgetdiff.render.page import render_page
@@ -51,7 +51,7 @@ def trend_table(file: str, loaded: Loaded, h: History, width: int | None = None)
         column("trend", [x.sparkline for x in t]),
         column("cumulative", [pct(x.cumulative_pct, signed=True) for x in t], right=True),
         column("vs reference", [pct(x.change_pct, signed=True) for x in t], right=True),
-        column("last", [ms(x.values[-1]) for x in t], right=True),
+        column("last", [amount(x.values[-1], x.unit) for x in t], right=True),
         column("drift", ["drift" if x.drift else "" for x in t], group=1),
         column("slower since", [plain(x.slower_since or "–", 40) for x in t], group=1),
     ]

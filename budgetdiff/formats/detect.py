@@ -73,10 +73,14 @@ def read(data: bytes, source: str, fmt: str, options: ReadOptions) -> list[Run]:
 
 
 def read_arrow(table: pa.Table, source: str, options: ReadOptions) -> list[Run]:
-    """The native reader on a table already in memory (the Python API), its exceptions sorted
-    as `read` sorts a file's."""
-    from budgetdiff.formats import native
+    """A table already in memory (the Python API): a step table of agent tasks when it has
+    the step table's columns (as a file is found by them), else the native reader's table of
+    requests; its exceptions sorted as `read` sorts a file's."""
+    from budgetdiff.formats import agent_steps, native
 
+    if agent_steps.is_step_table(table.column_names):
+        with _sorted_errors(agent_steps.NAME, source):
+            return agent_steps.read_arrow(table, source)
     with _sorted_errors(native.NAME, source):
         return native.read_arrow(table, source, options)
 

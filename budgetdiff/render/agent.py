@@ -207,6 +207,7 @@ def _row(r: AgentRow) -> dict[str, Any]:
         "delta": _f(r.delta),
         "delta_pct": _f(r.delta_pct),
         "ci": [_f(r.ci[0]), _f(r.ci[1])] if r.ci else None,
+        "head_ci": [_f(r.head_ci[0]), _f(r.head_ci[1])] if r.head_ci else None,
         "change": r.change,
         "p_value": _f(r.p_value, 6),
         "over_budget": r.over_budget,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from budgetdiff.numbers import count, interval, ms, num, pct, percentile, points, signed_ms, times
-from budgetdiff.results import Comparison, Row, Side
+from budgetdiff.results import Comparison, Row, Side, Unit
 from budgetdiff.whatif import FixFirst
 
 CHANGE_WORDS = {
@@ -31,14 +31,17 @@ def inputs(c: Comparison) -> str:
     return "read: " + " · ".join(f"{n} {read_as(s)}" for n, s in sides)
 
 
-def change(r: Row, words: Mapping[str, str] = CHANGE_WORDS) -> str:
+def change(r: Row, words: Mapping[str, str] = CHANGE_WORDS, unit: Unit = Unit.REQUEST) -> str:
     """`+14.9% [+13.1, +16.7] regression`, `+0.4% [-2.1, +2.9] ~ (80% chance to catch ≥ 6%)`."""
-    return " ".join(change_parts(r, words))
+    return " ".join(change_parts(r, words, unit))
 
 
-def change_parts(r: Row, words: Mapping[str, str] = CHANGE_WORDS) -> tuple[str, ...]:
+def change_parts(
+    r: Row, words: Mapping[str, str] = CHANGE_WORDS, unit: Unit = Unit.REQUEST
+) -> tuple[str, ...]:
     """The change, then its caveat if it has one: `("+0.4% [-2.1, +2.9] ~", "(80% chance to
-    catch ≥ 6%)")`; a narrow terminal puts the caveat on a line of its own."""
+    catch ≥ 6%)")`; a narrow terminal puts the caveat on a line of its own. `unit`: what the
+    row's values are of (`needs 72 tasks`)."""
     if r.change is None:
         return ()
     if r.delta_pct is None or r.base_ms is None:
@@ -51,10 +54,10 @@ def change_parts(r: Row, words: Mapping[str, str] = CHANGE_WORDS) -> tuple[str, 
     said = f"{text} {words[r.change]}"
     if r.change == "inconclusive":
         if r.needed:
-            return said, f"(needs {r.needed} requests)"
+            return said, f"(needs {r.needed} {unit.plural})"
         if r.coarse_buckets:
             return said, "(buckets too coarse)"
-        return said, "(no per-request data)"
+        return said, f"(no per-{unit.value} data)"
     if r.change == "none" and r.mde_pct is not None:
         return said, f"(80% chance to catch ≥ {pct(r.mde_pct, 0)})"
     return (said,)
@@ -84,9 +87,10 @@ def held_to(c: Comparison, names: tuple[str, ...]) -> str:
     )
 
 
-def requests(n: int | None) -> str:
-    """`1,000 requests`, or that the file does not say: never `0 requests` for unknown."""
-    return "requests: count not in the file" if n is None else f"{count(n)} requests"
+def requests(n: int | None, unit: Unit = Unit.REQUEST) -> str:
+    """`1,000 requests` (`400 tasks` of an agent), or that the file does not say: never
+    `0 requests` for unknown."""
+    return f"{unit.plural}: count not in the file" if n is None else f"{count(n)} {unit.plural}"
 
 
 def headroom(r: Row) -> str:

@@ -112,10 +112,14 @@ def _history(s: Scenario) -> dict[str, Any] | None:
             {
                 "kind": t.kind,
                 "name": t.name,
-                "values_ms": [_f(v) for v in t.values],
+                "unit": t.unit,
+                # a count of steps is no duration: the `_steps` keys hold it
+                "values_ms": [_f(v) for v in t.values] if t.unit == "ms" else None,
+                "values_steps": [_f(v) for v in t.values] if t.unit == "steps" else None,
                 "commits": [e.commit for e in t.runs],
                 "change_points": list(t.change_points),
-                "reference_ms": _f(t.reference_ms),
+                "reference_ms": _f(t.reference) if t.unit == "ms" else None,
+                "reference_steps": _f(t.reference) if t.unit == "steps" else None,
                 "change_pct": _f(t.change_pct),
                 "cumulative_pct": _f(t.cumulative_pct),
                 "p_value": _f(t.p_value, 6),

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from tabulate import DataRow, TableFormat, tabulate
 
 from budgetdiff.numbers import (
+    amount,
     budget_ms,
     count,
     interval,
@@ -25,7 +26,7 @@ from budgetdiff.render.agent import markdown_section
 from budgetdiff.render.chart import budget_chart
 from budgetdiff.render.summary import kind_words, names, sentence
 from budgetdiff.render.text import md
-from budgetdiff.results import Change, Comparison, Finding, Kind, Row, Status, Verdict
+from budgetdiff.results import Change, Comparison, Finding, Kind, Row, Status, Unit, Verdict
 
 if TYPE_CHECKING:  # render reads the Report; report.py calls render
     from budgetdiff.report import Report, Scenario
@@ -158,7 +159,7 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
     lines += history_section(s)
     others = [f for f in s.findings if f.kind != Kind.REGRESSION]
     if others:
-        lines += [""] + [_bullet(f) for f in others]
+        lines += [""] + [_bullet(f, c.unit) for f in others]
     if details:
         lines += _details(c)
     lines.append("")
@@ -177,7 +178,7 @@ def _slo_table(c: Comparison) -> list[str]:
     ]
     body = [
         [
-            *_measured(r, compare),
+            *_measured(r, compare, c.unit),
             f"{STATUS_ICON[r.status]} {cells.room(r.headroom_pct)}" if r.status else "",
         ]
         for r in c.slo
@@ -200,7 +201,7 @@ def _slice_table(c: Comparison, rows: list[Row]) -> list[str]:
     ]
     body = [
         [
-            *_measured(r, compare),
+            *_measured(r, compare, c.unit),
             cells.part(r),
             ("❌ " if r.over_budget else "") + cells.budget_use(r).replace(" OVER", ""),
             md(cells.share(r)),
@@ -210,20 +211,20 @@ def _slice_table(c: Comparison, rows: list[Row]) -> list[str]:
     return _table(head, body, "lrrrlrrr" if compare else "lrrrrr")
 
 
-def _measured(r: Row, compare: bool) -> list[str]:
+def _measured(r: Row, compare: bool, unit: Unit) -> list[str]:
     """A row's first cells: its name, target, (base), head, (change)."""
     return [
         md(r.label),
         _target(r),
         *([num(r.base_ms)] if compare else []),
         num(r.head_ms),
-        *([md(cells.change(r, CHANGE_WORDS), 200)] if compare else []),
+        *([md(cells.change(r, CHANGE_WORDS, unit), 200)] if compare else []),
     ]
 
 
-def _bullet(f: Finding) -> str:
+def _bullet(f: Finding, unit: Unit = Unit.REQUEST) -> str:
     icon = "❌" if f.fails else "✔️" if f.accepted else "⚠️"
-    kind = "accepted regression" if f.accepted else kind_words(f.kind)
+    kind = "accepted regression" if f.accepted else kind_words(f.kind, unit)
     return f"- {icon} **{kind}**: {md(f.message, 400)}"
 
 
@@ -272,21 +273,22 @@ def _attainment_moved(c: Comparison) -> str | None:
     if abs(h.pct - b.pct) < 0.5:
         return None
     return (
-        f"**SLO attainment {pct(b.pct)} → {pct(h.pct)}** of requests met every target "
+        f"**SLO attainment {pct(b.pct)} → {pct(h.pct)}** of {c.unit.plural} met every target "
         f"({points(h.pct - b.pct)}; see below)"
     )
 
 
 def _requests_line(c: Comparison) -> str:
     def side(name: str, n: int | None, failed: int) -> str:
-        return f"{name} {cells.requests(n)}" + (f" ({count(failed)} failed)" if failed else "")
+        said = cells.requests(n, c.unit)
+        return f"{name} {said}" + (f" ({count(failed)} failed)" if failed else "")
 
     parts = []
     if c.base is not None:
         parts.append(side("base", c.base.requests, c.base.failed))
     parts.append(side("head", c.head.requests, c.head.failed))
     if c.paired:
-        parts.append("paired by request id")
+        parts.append(f"paired by {c.unit} id")
     return "<sub>" + " · ".join(parts) + "</sub>"
 
 
@@ -385,14 +387,16 @@ def _attainment(c: Comparison) -> list[str]:
         for name, side, a in att
     ]
     held = cells.held_to(c, att[-1][1].held_to)
+    # the tools' joint definition is per request; an agent's task is held to it the same way
+    tools = " (the joint definition of vLLM `--goodput`, AIPerf and GuideLLM)"
     text = [
-        f"A request is good when it succeeded and met, itself, {md(held, 300)} "
-        "(the joint definition of vLLM `--goodput`, AIPerf and GuideLLM); the tables "
+        f"A {c.unit.value} is good when it succeeded and met, itself, {md(held, 300)}"
+        f"{tools if c.unit == Unit.REQUEST else ''}; the tables "
         "above show each metric's percentile instead.",
         "",
     ]
     head = ["run", "good", "attainment", "exact interval", "goodput"]
-    return _fold("SLO attainment (per request)", text + _table(head, body, "lrrrr"))
+    return _fold(f"SLO attainment (per {c.unit.value})", text + _table(head, body, "lrrrr"))
 
 
 def _current(c: Comparison, name: str) -> float | None:
@@ -443,18 +447,18 @@ def history_section(s: Scenario) -> list[str]:
     body = []
     for t in h.trends:
         ref = (
-            f"{pct(t.change_pct, signed=True)} vs {ms(t.reference_ms)}"
+            f"{pct(t.change_pct, signed=True)} vs {amount(t.reference, t.unit)}"
             f" (first {t.reference_runs} run(s))"
-            if t.reference_ms is not None
+            if t.reference is not None
             else "–"
         )
+        drift = " ❌ drift" if t.subject in failing else " ⚠️ drift"
         body.append(
             [
                 md(t.label),
                 t.sparkline,
                 f"{pct(t.cumulative_pct, signed=True)} over {len(t.values) - 1}",
-                ref
-                + (" ❌ drift" if t.drift and t.name in failing else " ⚠️ drift" if t.drift else ""),
+                ref + (drift if t.drift else ""),
                 md(f"since {t.slower_since}", 80) if t.slower_since else "–",
             ]
         )

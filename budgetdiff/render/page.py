@@ -37,10 +37,12 @@ def render_page(title: str, percentile: float, history: History | None, cdfs: li
         labels = [e.label for e in t.runs] + (["this run"] if len(t.values) > len(t.runs) else [])
         trends.append(
             {
-                "title": f"{t.label} at {p}" + (" (drift)" if t.drift else ""),
+                "title": f"{t.label} at {p}"
+                + (" (steps)" if t.unit == "steps" else "")
+                + (" (drift)" if t.drift else ""),
                 "labels": labels,
                 "values": [round(v, 3) for v in t.values],
-                "target": t.target_ms,
+                "target": t.target,
                 "target_name": "SLO target" if t.kind == "slo" else "budget",
                 "change_points": list(t.change_points),
             }

@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Protocol
 
 from budgetdiff.numbers import ms, pct, percentile, signed_ms
-from budgetdiff.results import Change, Kind, Row, Status, Summary, Verdict
+from budgetdiff.results import Change, Kind, Row, Status, Summary, Unit, Verdict
 
-# A finding's kind as a reader says it; a kind not named here is said as its name
+# A finding's kind as a reader says it; a kind not named here is said as its name. `{units}`
+# and `{unit}`: what the run counts (`requests`, or an agent's `tasks`)
 KIND_WORDS = {
     Kind.NO_BASE: "no base results",
     Kind.SAME_INPUT: "base and head are the same file",
@@ -17,21 +18,22 @@ KIND_WORDS = {
     Kind.OVER_BUDGET: "over budget",
     Kind.OVERALLOCATED: "slice budgets over the SLO",
     Kind.REGRESSION: "regression",
-    Kind.FAILURE_RATE: "more requests failed",
-    Kind.FAILURES: "some requests failed",
+    Kind.FAILURE_RATE: "more {units} failed",
+    Kind.FAILURES: "some {units} failed",
     Kind.NOT_COMPARABLE: "different workloads",
     Kind.MISSING_SLICE: "time in no slice",
     Kind.UNITS: "a column's unit looks wrong",
-    Kind.IMPOSSIBLE: "rows no request can have",
-    Kind.INCONCLUSIVE: "too few requests to tell",
+    Kind.IMPOSSIBLE: "rows no {unit} can have",
+    Kind.INCONCLUSIVE: "too few {units} to tell",
     Kind.INFEASIBLE: "SLO not reachable",
     Kind.UNMEASURED: "a target not measured",
     Kind.SCENARIO_MISSING: "a scenario not run",
 }
 
 
-def kind_words(kind: Kind) -> str:
-    return KIND_WORDS.get(kind, kind.replace("_", " "))
+def kind_words(kind: Kind, unit: Unit = Unit.REQUEST) -> str:
+    words = KIND_WORDS.get(kind, kind.replace("_", " "))
+    return words.format(unit=unit.value, units=unit.plural)
 
 
 class Escape(Protocol):
@@ -80,7 +82,7 @@ def cause(h: Summary, say: Escape) -> str:
         parts.append(f"{names(h.over_budget, say)} over budget")
     if not h.regressed and not h.over_budget and h.regressed_slo:
         parts.append(f"{', '.join(say(r.label) for r in h.regressed_slo)} regressed")
-    parts += [kind_words(k) for k in h.also]
+    parts += [kind_words(k, h.unit) for k in h.also]
     return ", ".join(parts)
 
 

@@ -11,7 +11,7 @@ from budgetdiff.render.agent import text_section
 from budgetdiff.render.fit import DEFAULT_WIDTH, Column, column, prose, table
 from budgetdiff.render.summary import sentence
 from budgetdiff.render.text import plain
-from budgetdiff.results import Comparison, Row
+from budgetdiff.results import Comparison, Row, Unit
 
 if TYPE_CHECKING:  # render reads the Report; report.py calls render
     from budgetdiff.report import Report, Scenario
@@ -71,12 +71,12 @@ def _counts(c: Comparison) -> str:
     """`base 1,000 requests (0 failed), head 1,000 requests (3 failed), paired by request id`."""
     sides = [("base", c.base), ("head", c.head)] if c.base is not None else [("head", c.head)]
     counts = [
-        f"{name} {cells.requests(side.requests)}"
+        f"{name} {cells.requests(side.requests, c.unit)}"
         + (f" ({side.failed} failed)" if side.requests is not None and side.failed_known else "")
         for name, side in sides
         if side is not None
     ]
-    return ", ".join(counts) + (", paired by request id" if c.paired else "")
+    return ", ".join(counts) + (f", paired by {c.unit.value} id" if c.paired else "")
 
 
 def _tables(c: Comparison, width: int | None) -> list[str]:
@@ -86,7 +86,7 @@ def _tables(c: Comparison, width: int | None) -> list[str]:
     compare = c.base is not None
     slo = [
         *_measured(c.slo, "target", compare=compare),
-        *_change(c.slo, compare=compare),
+        *_change(c.slo, compare=compare, unit=c.unit),
         column("headroom", [cells.headroom(r) for r in c.slo]),
     ]
     out = ["", *table(_key(f"SLO {p}", c.slo), slo, width)]
@@ -97,7 +97,7 @@ def _tables(c: Comparison, width: int | None) -> list[str]:
         rows = c.slices
         columns = [
             *_measured(rows, "budget", compare=compare),
-            *_change(rows, compare=compare),
+            *_change(rows, compare=compare, unit=c.unit),
             column(f"part of {p} total", [cells.part(r) for r in rows], right=True),
             column("budget use", [cells.budget_use(r) for r in rows], right=True),
             column("tail share (change)", [cells.share(r) for r in rows], group=1),
@@ -120,11 +120,11 @@ def _measured(rows: tuple[Row, ...], target: str, *, compare: bool) -> list[Colu
     return [*out, column("head", [num(r.head_ms) for r in rows], right=True)]
 
 
-def _change(rows: tuple[Row, ...], *, compare: bool) -> list[Column]:
+def _change(rows: tuple[Row, ...], *, compare: bool, unit: Unit) -> list[Column]:
     """The change column when there is a base: the change, and its caveat below it if folded."""
     if not compare:
         return []
-    parts = tuple(tuple(plain(x, 200) for x in cells.change_parts(r)) for r in rows)
+    parts = tuple(tuple(plain(x, 200) for x in cells.change_parts(r, unit=unit)) for r in rows)
     return [Column("change", parts, group=1)]
 
 
@@ -135,7 +135,8 @@ def _attainment(c: Comparison, width: int | None) -> list[str]:
         a = side.attainment if side is not None else None
         if a is not None:
             out += prose(
-                f"attainment {name}: {count(a.good)}/{count(a.total)} requests met every target "
+                f"attainment {name}: {count(a.good)}/{count(a.total)} {c.unit.plural} met every "
+                f"target "
                 f"({pct(a.pct)} {interval(*a.ci_pct, signed=False)}"
                 + (f", effective n {count(a.effective_n)}" if a.effective_n is not None else "")
                 + ")",
@@ -143,5 +144,5 @@ def _attainment(c: Comparison, width: int | None) -> list[str]:
             )
     if c.head.attainment is not None:
         held = plain(cells.held_to(c, c.head.held_to), 300)
-        out += prose(f"a request meets: {held}", width, indent="  ")
+        out += prose(f"a {c.unit.value} meets: {held}", width, indent="  ")
     return out

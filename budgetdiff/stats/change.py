@@ -294,6 +294,7 @@ def compare_percentile(
     min_ms: float = 0.0,
     base_runs: IntArray | None = None,
     head_runs: IntArray | None = None,
+    values: str = "requests",
 ) -> Change:
     """Compare the p-th percentile of head with base.
 
@@ -301,7 +302,8 @@ def compare_percentile(
     with base[ib[k]] and head[ih[k]] the same request (paired analysis). `family_size`,
     `min_change`, `min_ms`: the rows tested in the report and the size rules of `decide`, used
     only for the minimum detectable effect. `base_runs` / `head_runs`: the run of each request
-    when a side is several runs of the same configuration (see `_with_runs`).
+    when a side is several runs of the same configuration (see `_with_runs`). `values`: what
+    the values are of, for the notes (`requests`; an agent's `tasks` or `steps`).
     """
     if not 0.0 < p < 100.0:
         raise ValueError(f"percentile must be in (0, 100), got {p}")
@@ -312,9 +314,9 @@ def compare_percentile(
     paired = pairs is not None
     need = needed_for_interval(p, confidence)
     if base.size == 0 or head.size == 0:
-        return _no_requests(needed=need, paired=paired)
+        return _no_requests(needed=need, paired=paired, values=values)
     if min(base.size, head.size) < need:
-        return _too_few(base, head, p, also=also, needed=need, paired=paired)
+        return _too_few(base, head, p, also=also, needed=need, paired=paired, values=values)
 
     sb = _with_runs(_side(base, p, confidence, also), base, base_runs, p, confidence)
     sh = _with_runs(_side(head, p, confidence, also), head, head_runs, p, confidence)
@@ -335,7 +337,7 @@ def compare_percentile(
     )
 
 
-def _no_requests(*, needed: int, paired: bool) -> Change:
+def _no_requests(*, needed: int, paired: bool, values: str) -> Change:
     """No values on a side: nothing to compare."""
     nan = math.nan
     return Change(
@@ -348,7 +350,7 @@ def _no_requests(*, needed: int, paired: bool) -> Change:
         mde_pct=None,
         needed=needed,
         paired=paired,
-        note="no requests",
+        note=f"no {values}",
     )
 
 
@@ -360,11 +362,12 @@ def _too_few(
     also: Sequence[float],
     needed: int,
     paired: bool,
+    values: str,
 ) -> Change:
     """The percentiles of both sides, without an interval: fewer requests than `needed`."""
     (vb, *ob), (vh, *oh) = percentiles(base, [p, *also]), percentiles(head, [p, *also])
     note = (
-        f"too few requests for an interval at {numbers.percentile(p)}: "
+        f"too few {values} for an interval at {numbers.percentile(p)}: "
         f"{base.size} base, {head.size} head, {needed} needed per side"
     )
     delta = vh - vb
