@@ -208,7 +208,7 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
                 None,
             )
         )
-    if served and "cancelled" in c.head.meta:  # the tool stopped the run before its end
+    if served and "cancelled" in c.head.meta:  # the tool cut requests, or the run, short
         out.append(_cancelled(c))
     out += [_Raw(Kind.INFEASIBLE, "slo", message, None) for message in c.feasibility]
     return out
@@ -220,7 +220,10 @@ def _cancelled(c: Comparison) -> _Raw:
         if c.head.requests and c.head.failed_known
         else ""
     )
-    message = f"the head run was cancelled before it finished{failed}"
+    if c.head.meta["cancelled"] == "requests":  # single requests, the run itself went on
+        message = f"the tool cancelled head requests before they completed{failed}"
+    else:
+        message = f"the head run was cancelled before it finished{failed}"
     return _Raw(Kind.FAILURES, "requests", message, None)
 
 

@@ -21,10 +21,14 @@ index are compared (a slice AIPerf marks `is_complete: false`, the trailing part
 rows such as `Time to First Token (ms)`, then `Metric,Value` rows such as `Request Count`),
 gives the same numbers as the JSON of the run, to the two decimals AIPerf writes there.
 
-A failed request's record has an `error` and often no metrics at all (`"metrics": {}`); a run
+A failed request's record has an `error` and no latency metric (0.8 and 0.13 write only
+`error_isl`, 0.1 `error_request_count`; an empty `"metrics": {}` is read the same); a run
 whose every request failed has an aggregate without latency percentiles, only
-`error_request_count`: both are read as that many failed requests. A run AIPerf marks
-`was_cancelled` (stopped before it finished) is read with a note saying so.
+`error_request_count`: both are read as that many failed requests (AIPerf 0.13 writes no
+aggregate at all then, only the records). A record AIPerf marks `was_cancelled` is a request it
+cut short (`--request-cancellation-rate`), counted as failed, with a note; an aggregate marked
+`was_cancelled` is a run stopped before its end (Ctrl-C), read with a note saying so. Its records
+carry no such mark: AIPerf leaves the requests it cut at the end out of them.
 """
 
 from __future__ import annotations
@@ -245,11 +249,11 @@ def _records_run(r: _Records, ctx: Ctx) -> Run:
         "tool": "aiperf",
         "schema": EARLY_SCHEMA if r.early else "current",
     }
-    if r.cancelled:
-        meta["cancelled"] = "was_cancelled"  # the judge turns it into a `failures` finding
+    if r.cancelled:  # AIPerf cut these requests short (e.g. its --request-cancellation-rate)
+        meta["cancelled"] = "requests"  # the judge turns it into a `failures` finding
         meta["note"] = (
             f"{ctx.source}: AIPerf cancelled {count(r.cancelled)} of the {count(len(r.ok))} "
-            "requests (was_cancelled): the run stopped before it finished"
+            "requests before they completed (was_cancelled); they count as failed"
         )
     return Run(
         source=ctx.source,
@@ -346,7 +350,7 @@ def _ns(metadata: dict[str, Any], name: str, where: str, ctx: Ctx) -> float:
 def _aggregate(doc: dict[str, Any], ctx: Ctx, schema: str) -> Run:
     summary: dict[str, dict[float, float]] = {}
     for metric, names in _SUMMARY_NAMES.items():
-        if metric not in doc:
+        if doc.get(metric) is None:  # AIPerf 0.3: null when not computed
             continue
         where = f"key '{metric}'"
         stats = obj(doc[metric], where, ctx)
@@ -362,8 +366,8 @@ def _aggregate(doc: dict[str, Any], ctx: Ctx, schema: str) -> Run:
         raise ctx.error("key 'request_latency'", "is missing (no latency percentiles)")
     duration = _avg(doc, "benchmark_duration", ctx)
     meta = {**_aggregate_meta(doc), "schema": schema}
-    if doc.get("was_cancelled") is True:
-        meta["cancelled"] = "was_cancelled"
+    if doc.get("was_cancelled") is True:  # the run was stopped (Ctrl-C) before its end
+        meta["cancelled"] = "run"
         meta["note"] = f"{ctx.source}: AIPerf cancelled the run (was_cancelled) before it finished"
     total = succeeded
     if errors is not None:
@@ -439,7 +443,7 @@ def _csv_number(cell: str, where: str, ctx: Ctx) -> float:
 
 
 def _avg(doc: dict[str, Any], name: str, ctx: Ctx) -> float | None:
-    if name not in doc:
+    if doc.get(name) is None:  # absent, or null (AIPerf 0.3: a declared metric not computed)
         return None
     stats = obj(doc[name], f"key '{name}'", ctx)
     if "avg" not in stats:
