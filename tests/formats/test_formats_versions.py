@@ -408,6 +408,7 @@ def test_aiperf_run_whose_every_request_failed_is_a_breach_with_its_count(
     report = json.loads(out)
     assert code == 1 and report["verdict"] == "fail"
     assert report["requests"]["head"] == report["failed"]["head"] == 32
+    assert report["summary"]["text"].startswith("SLO breached")  # not "a target not measured"
     assert any(
         f["kind"] == "breach" and "every one of the 32 head requests failed" in f["message"]
         for f in report["findings"]
