@@ -25,10 +25,13 @@ A failed request's record has an `error` and no latency metric (0.8 and 0.13 wri
 `error_isl`, 0.1 `error_request_count`; an empty `"metrics": {}` is read the same); a run
 whose every request failed has an aggregate without latency percentiles, only
 `error_request_count`: both are read as that many failed requests (AIPerf 0.13 writes no
-aggregate at all then, only the records). A record AIPerf marks `was_cancelled` is a request it
-cut short (`--request-cancellation-rate`), counted as failed, with a note; an aggregate marked
-`was_cancelled` is a run stopped before its end (Ctrl-C), read with a note saying so. Its records
-carry no such mark: AIPerf leaves the requests it cut at the end out of them.
+aggregate at all then, only the records). Where 0.13 writes no `error_request_count`, its
+`completed_request_count` (success + error) less `request_count` is the failures: 0.
+
+A record AIPerf marks `was_cancelled` is a request it cut short (`--request-cancellation-rate`),
+counted as failed, with a note; an aggregate marked `was_cancelled` is a run stopped before its
+end (Ctrl-C), read with a note saying so. Its records carry no such mark: AIPerf leaves the
+requests it cut at the end out of them.
 """
 
 from __future__ import annotations
@@ -94,6 +97,7 @@ _CSV_NAMES = {
     "Inter Token Latency": "inter_token_latency",
     "Request Count": "request_count",
     "Error Request Count": "error_request_count",
+    "Completed Requests": "completed_request_count",  # "(Success + Error)", as a unit would be
     "Benchmark Duration": "benchmark_duration",
 }
 _STATS = re.compile(
@@ -362,6 +366,11 @@ def _aggregate(doc: dict[str, Any], ctx: Ctx, schema: str) -> Run:
                 summary[summary_name] = dict(values)
     succeeded = _avg(doc, "request_count", ctx)  # AIPerf counts the requests that succeeded
     errors = _avg(doc, "error_request_count", ctx)
+    completed = _avg(doc, "completed_request_count", ctx)  # 0.13: success + error
+    if errors is None and completed is not None and succeeded is not None:
+        if completed < succeeded:
+            raise ctx.error("key 'completed_request_count'", "is less than request_count")
+        errors = completed - succeeded  # no error count written: none failed (0.13 on)
     if "total" not in summary and not (errors and not succeeded):  # all failed: no percentile
         raise ctx.error("key 'request_latency'", "is missing (no latency percentiles)")
     duration = _avg(doc, "benchmark_duration", ctx)

@@ -492,8 +492,21 @@ def test_aiperf_run_stopped_before_its_end_is_said_to_be_cancelled(
     code, out, _ = run(argv, capsys)
     report = json.loads(out)
     assert code == 0 and report["verdict"] == "warn" and report["requests"]["head"] == 63
+    # no `error_request_count`: 0.13's `completed_request_count` (success + error) says none failed
+    assert doc["completed_request_count"]["avg"] == 63 and "error_request_count" not in doc
+    assert report["failed"]["head"] == 0
     (finding,) = [f for f in report["findings"] if f["kind"] == "failures"]
-    assert finding["message"] == "the head run was cancelled before it finished"
+    message = "the head run was cancelled before it finished: 0 of 63 requests failed"
+    assert finding["message"] == message
+
+
+def test_aiperf_completed_count_below_its_successes_is_refused() -> None:
+    """`completed_request_count` is success + error: fewer than the successes is no count."""
+    doc = json.loads((SAMPLES / "generated/aiperf/base/profile_export_aiperf.json").read_text())
+    assert aiperf.read(json.dumps(doc).encode(), "agg.json", OPTS)[0].meta["failures"] == 0
+    doc["completed_request_count"]["avg"] = 99.0
+    with pytest.raises(InputError, match=r"key 'completed_request_count' is less than request_c"):
+        aiperf.read(json.dumps(doc).encode(), "agg.json", OPTS)
 
 
 # ---------------------------------------------------------------- vLLM: what some versions write
