@@ -391,7 +391,8 @@ def test_aiperf_aggregate_csv_gives_the_numbers_of_its_json(csv_path: str, json_
 def test_aiperf_run_whose_every_request_failed_is_a_breach_with_its_count(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Every request answered HTTP 500 (the server's log: 32 of 32): read under --format auto."""
+    """Every request answered HTTP 500 (the server's log: 32 of 32): read under --format auto
+    and under --format aiperf alike."""
     path = AIPERF_EARLY / name
     got = _only(aiperf, path)
     if name.endswith(".jsonl"):
@@ -402,17 +403,17 @@ def test_aiperf_run_whose_every_request_failed_is_a_breach_with_its_count(
         assert got.summary == {} and got.summary_count == got.meta["failures"] == 32
     budget = tmp_path / "b.yml"
     budget.write_text("version: 1\nslo: {ttft: 1200, total: 6000}\n")
-    code, out, _ = run(
-        ["check", "--head", str(path), "--budget", str(budget), "--output", "json"], capsys
-    )
-    report = json.loads(out)
-    assert code == 1 and report["verdict"] == "fail"
-    assert report["requests"]["head"] == report["failed"]["head"] == 32
-    assert report["summary"]["text"].startswith("SLO breached")  # not "a target not measured"
-    assert any(
-        f["kind"] == "breach" and "every one of the 32 head requests failed" in f["message"]
-        for f in report["findings"]
-    )
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    for chosen in ("auto", "aiperf"):
+        code, out, _ = run([*argv, "--format", chosen], capsys)
+        report = json.loads(out)
+        assert code == 1 and report["verdict"] == "fail", chosen
+        assert report["requests"]["head"] == report["failed"]["head"] == 32
+        assert report["summary"]["text"].startswith("SLO breached")  # not "a target not measured"
+        assert any(
+            f["kind"] == "breach" and "every one of the 32 head requests failed" in f["message"]
+            for f in report["findings"]
+        )
 
 
 def test_aiperf_0_8_records_with_failures_keep_the_schema_and_match_the_aggregate() -> None:
