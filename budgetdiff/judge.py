@@ -143,11 +143,14 @@ def summarize(c: Comparison, findings: Sequence[Finding], verdict: Verdict) -> S
         over = [r for r in over if (r.head_ms or 0.0) > (r.target_ms or 0.0)]
     else:
         missing = None
-    also = tuple(k for k in dict.fromkeys(f.kind for f in findings) if k not in _SAID)
+    risk = at_risk(c)
+    # a breach with no SLO row to show it (every request failed) is said by its kind
+    said = _SAID if risk is not None and risk.status == Status.BREACH else _SAID - {Kind.BREACH}
+    also = tuple(k for k in dict.fromkeys(f.kind for f in findings) if k not in said)
     return Summary(
         verdict=verdict,
         compared=c.base is not None,
-        at_risk=at_risk(c),
+        at_risk=risk,
         regressed=tuple(regressed),
         over_budget=tuple(over),
         regressed_slo=() if workloads else tuple(r for r in c.slo if r.change == Change.REGRESSION),
@@ -211,7 +214,7 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
                 None,
             )
         )
-    if served and "cancelled" in c.head.meta:  # the tool stopped the run before its end
+    if served and "cancelled" in c.head.meta:  # the tool cut requests, or the run, short
         out.append(_cancelled(c))
     out += [_Raw(Kind.INFEASIBLE, "slo", message, None) for message in c.feasibility]
     return out
@@ -224,7 +227,10 @@ def _cancelled(c: Comparison) -> _Raw:
         if c.head.requests and c.head.failed_known
         else ""
     )
-    message = f"the head run was cancelled before it finished{failed}"
+    if c.head.meta["cancelled"] == "requests":  # single requests, the run itself went on
+        message = f"the tool cancelled head {units} before they completed{failed}"
+    else:
+        message = f"the head run was cancelled before it finished{failed}"
     return _Raw(Kind.FAILURES, units, message, None)
 
 

@@ -21,10 +21,17 @@ index are compared (a slice AIPerf marks `is_complete: false`, the trailing part
 rows such as `Time to First Token (ms)`, then `Metric,Value` rows such as `Request Count`),
 gives the same numbers as the JSON of the run, to the two decimals AIPerf writes there.
 
-A failed request's record has an `error` and often no metrics at all (`"metrics": {}`); a run
+A failed request's record has an `error` and no latency metric (0.8 and 0.13 write only
+`error_isl`, 0.1 `error_request_count`; an empty `"metrics": {}` is read the same); a run
 whose every request failed has an aggregate without latency percentiles, only
-`error_request_count`: both are read as that many failed requests. A run AIPerf marks
-`was_cancelled` (stopped before it finished) is read with a note saying so.
+`error_request_count`: both are read as that many failed requests (AIPerf 0.13 writes no
+aggregate at all then, only the records). Where 0.13 writes no `error_request_count`, its
+`completed_request_count` (success + error) less `request_count` is the failures: 0.
+
+A record AIPerf marks `was_cancelled` is a request it cut short (`--request-cancellation-rate`),
+counted as failed, with a note; an aggregate marked `was_cancelled` is a run stopped before its
+end (Ctrl-C), read with a note saying so. Its records carry no such mark: AIPerf leaves the
+requests it cut at the end out of them.
 """
 
 from __future__ import annotations
@@ -90,6 +97,7 @@ _CSV_NAMES = {
     "Inter Token Latency": "inter_token_latency",
     "Request Count": "request_count",
     "Error Request Count": "error_request_count",
+    "Completed Requests": "completed_request_count",  # "(Success + Error)", as a unit would be
     "Benchmark Duration": "benchmark_duration",
 }
 _STATS = re.compile(
@@ -245,11 +253,11 @@ def _records_run(r: _Records, ctx: Ctx) -> Run:
         "tool": "aiperf",
         "schema": EARLY_SCHEMA if r.early else "current",
     }
-    if r.cancelled:
-        meta["cancelled"] = "was_cancelled"  # the judge turns it into a `failures` finding
+    if r.cancelled:  # AIPerf cut these requests short (e.g. its --request-cancellation-rate)
+        meta["cancelled"] = "requests"  # the judge turns it into a `failures` finding
         meta["note"] = (
             f"{ctx.source}: AIPerf cancelled {count(r.cancelled)} of the {count(len(r.ok))} "
-            "requests (was_cancelled): the run stopped before it finished"
+            "requests before they completed (was_cancelled); they count as failed"
         )
     return Run(
         source=ctx.source,
@@ -346,7 +354,7 @@ def _ns(metadata: dict[str, Any], name: str, where: str, ctx: Ctx) -> float:
 def _aggregate(doc: dict[str, Any], ctx: Ctx, schema: str) -> Run:
     summary: dict[str, dict[float, float]] = {}
     for metric, names in _SUMMARY_NAMES.items():
-        if metric not in doc:
+        if doc.get(metric) is None:  # AIPerf 0.3: null when not computed
             continue
         where = f"key '{metric}'"
         stats = obj(doc[metric], where, ctx)
@@ -358,12 +366,17 @@ def _aggregate(doc: dict[str, Any], ctx: Ctx, schema: str) -> Run:
                 summary[summary_name] = dict(values)
     succeeded = _avg(doc, "request_count", ctx)  # AIPerf counts the requests that succeeded
     errors = _avg(doc, "error_request_count", ctx)
+    completed = _avg(doc, "completed_request_count", ctx)  # 0.13: success + error
+    if errors is None and completed is not None and succeeded is not None:
+        if completed < succeeded:
+            raise ctx.error("key 'completed_request_count'", "is less than request_count")
+        errors = completed - succeeded  # no error count written: none failed (0.13 on)
     if "total" not in summary and not (errors and not succeeded):  # all failed: no percentile
         raise ctx.error("key 'request_latency'", "is missing (no latency percentiles)")
     duration = _avg(doc, "benchmark_duration", ctx)
     meta = {**_aggregate_meta(doc), "schema": schema}
-    if doc.get("was_cancelled") is True:
-        meta["cancelled"] = "was_cancelled"
+    if doc.get("was_cancelled") is True:  # the run was stopped (Ctrl-C) before its end
+        meta["cancelled"] = "run"
         meta["note"] = f"{ctx.source}: AIPerf cancelled the run (was_cancelled) before it finished"
     total = succeeded
     if errors is not None:
@@ -439,7 +452,7 @@ def _csv_number(cell: str, where: str, ctx: Ctx) -> float:
 
 
 def _avg(doc: dict[str, Any], name: str, ctx: Ctx) -> float | None:
-    if name not in doc:
+    if doc.get(name) is None:  # absent, or null (AIPerf 0.3: a declared metric not computed)
         return None
     stats = obj(doc[name], f"key '{name}'", ctx)
     if "avg" not in stats:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -214,25 +215,125 @@ def test_aggregate_pair_compares_with_the_aggregate_note(
     assert report["inputs"]["head"]["schema"] == vllm.AGGREGATE
 
 
-# ---------------------------------------------------------------- AIPerf 0.2 / 0.3 (November 2025)
-def test_aiperf_aggregate_without_schema_version_is_aiperf_with_its_itl() -> None:
-    """genai-perf's shape without a version key: AIPerf's, its inter-chunk latency is the ITL."""
-    path = AIPERF_EARLY / "aiperf_0_3_profile_export_aiperf.json"
+# ---------------------------------------------------------------- AIPerf 0.3.0 (November 2025)
+# The files named `aiperf_<version>_*` are what that AIPerf version (PyPI) wrote, run against
+# tools/mock_llm_server.py; tests/data/SOURCES.md gives each command and the server's own count.
+
+
+def _aiperf_records(path: Path) -> list[dict[str, Any]]:
+    """The records as plain JSON, read without budgetdiff: the truth to check it by."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _record_values(records: list[dict[str, Any]], metric: str) -> list[float]:
+    """One metric of every record that has it, in ms; list values (the gaps) joined."""
+    out: list[float] = []
+    for record in records:
+        entry = record["metrics"].get(metric)
+        if entry is not None:
+            assert entry["unit"] == "ms"
+            value = entry["value"]
+            out.extend(value if isinstance(value, list) else [value])
+    return out
+
+
+def test_aiperf_0_3_aggregate_without_schema_version_is_aiperf_with_its_itl(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """genai-perf's shape without a version key, metrics it did not compute written as null:
+    AIPerf's, its inter-chunk latency is the ITL, and `--format aiperf` takes it."""
+    path = AIPERF_EARLY / "aiperf_0_3_0_profile_export_aiperf.json"
     doc = json.loads(path.read_text())
     assert "schema_version" not in doc and "aiperf_version" not in doc
+    assert doc["error_request_count"] is None  # no failure in this run
     agg = _only(aiperf, path)
+    assert genai_perf.sniff(path.read_bytes()[:65536], path.name) is False
     assert agg.meta["schema"] == aiperf.NOV_2025_SCHEMA
-    for name, metric in (("itl", "inter_chunk_latency"), ("ttft", "time_to_first_token")):
+    assert agg.summary_count == doc["request_count"]["avg"] == 60  # the server answered 60
+    pairs = (
+        ("itl", "inter_chunk_latency"),
+        ("ttft", "time_to_first_token"),
+        ("total", "request_latency"),
+        ("tpot", "inter_token_latency"),
+    )
+    for name, metric in pairs:
         for q in PCTS:
             assert agg.summary[name][q] == doc[metric][f"p{q:g}"]
-    # the per-request records of the same run give the same ITL
-    records = _only(aiperf, SAMPLES / "generated/aiperf/base/profile_export.jsonl")
-    assert records.itl is not None
-    for q in PCTS:
-        assert np.percentile(records.itl.values, q) == pytest.approx(
-            agg.summary["itl"][q], rel=0.005
-        )
-    assert genai_perf.sniff(path.read_bytes()[:65536], path.name) is False
+    # the same run's records give AIPerf's own percentiles (0.3.0 computes them with numpy)
+    records_path = AIPERF_EARLY / "aiperf_0_3_0_profile_export.jsonl"
+    records = _only(aiperf, records_path)
+    assert records.n == 60 and records.itl is not None and records.ttft is not None
+    assert len(records.itl.values) == len(
+        _record_values(_aiperf_records(records_path), "inter_chunk_latency")
+    )
+    for values, metric in (
+        (records.itl.values, "inter_chunk_latency"),
+        (records.ttft, "time_to_first_token"),
+        (records.total, "request_latency"),
+    ):
+        for q in PCTS:
+            want = doc[metric][f"p{q:g}"]
+            assert np.percentile(values, q) == pytest.approx(want, rel=1e-9), (metric, q)
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000, itl: 50}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--format", "aiperf"]
+    code, out, err = run([*argv, "--output", "json"], capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["inputs"]["head"]["schema"] == aiperf.NOV_2025_SCHEMA
+    itl = next(r for r in report["slo"] if r["metric"] == "itl")
+    assert itl["head_ms"] == pytest.approx(doc["inter_chunk_latency"]["p95"], abs=1e-3)
+
+
+# ---------------------------------------------------------------- AIPerf's time-sliced export
+@pytest.mark.parametrize("version", ["0_3_0", "0_13_0"])
+def test_aiperf_time_sliced_export_is_one_scenario_per_slice(version: str) -> None:
+    """`--slice-duration 2`: each slice's own percentiles, of the requests that started in it
+    (0.3.0 numbers its slices, 0.13.0 gives their times and marks the trailing partial one)."""
+    path = AIPERF_EARLY / f"aiperf_{version}_profile_export_aiperf_timeslices.json"
+    slices = json.loads(path.read_text())["timeslices"]
+    data = path.read_bytes()
+    assert detect.detect(data, path.name, OPTS).module is aiperf
+    assert genai_perf.sniff(data[:65536], path.name) is False
+    runs = detect.read(data, path.name, "auto", OPTS)
+    assert len(runs) == len(slices) >= 3
+    assert [r.scenario for r in runs] == [f"timeslice {i}" for i in range(len(slices))]
+    for got, piece in zip(runs, slices, strict=True):
+        assert got.meta["schema"] == aiperf.TIMESLICE_SCHEMA
+        assert got.summary_count == piece["request_count"]["avg"]
+        for name, metric in (
+            ("ttft", "time_to_first_token"),
+            ("itl", "inter_chunk_latency"),
+            ("total", "request_latency"),
+        ):
+            for q in PCTS:
+                assert got.summary[name][q] == piece[metric][f"p{q:g}"]
+        partial = piece.get("is_complete") is False
+        assert ("trailing partial slice" in str(got.meta.get("note", ""))) == partial
+    # the slices hold every request of the run: the server answered 60
+    assert sum(r.summary_count or 0 for r in runs) == 60
+
+
+def test_aiperf_0_3_slices_are_the_requests_that_started_in_them() -> None:
+    """Slice the same run's records as AIPerf 0.3.0 says it does (`int(request_start_ns /
+    slice_duration_ns)`, slices renumbered from 0): each slice's count and percentiles."""
+    runs = detect.read(
+        (AIPERF_EARLY / "aiperf_0_3_0_profile_export_aiperf_timeslices.json").read_bytes(),
+        "t.json",
+        "auto",
+        OPTS,
+    )
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for record in _aiperf_records(AIPERF_EARLY / "aiperf_0_3_0_profile_export.jsonl"):
+        groups.setdefault(int(record["metadata"]["request_start_ns"] / 2e9), []).append(record)
+    assert len(groups) == len(runs)
+    for got, key in zip(runs, sorted(groups), strict=True):
+        records = groups[key]
+        assert got.summary_count == len(records)
+        for name, metric in (("ttft", "time_to_first_token"), ("itl", "inter_chunk_latency")):
+            values = _record_values(records, metric)
+            for q in PCTS:
+                assert got.summary[name][q] == pytest.approx(np.percentile(values, q), rel=1e-9)
 
 
 # ---------------------------------------------------------------- AIPerf's aggregate CSV
@@ -240,9 +341,18 @@ def test_aiperf_aggregate_without_schema_version_is_aiperf_with_its_itl() -> Non
     ("csv_path", "json_path"),
     [
         (
-            "aiperf/aiperf_early_schema_profile_export_aiperf.csv",
-            "aiperf/aiperf_early_schema_profile_export_aiperf.json",
-        ),
+            f"aiperf/aiperf_{run}_profile_export_aiperf.csv",
+            f"aiperf/aiperf_{run}_profile_export_aiperf.json",
+        )
+        for run in (
+            "early_schema",
+            "0_3_0",
+            "0_8_0_failures",
+            "0_8_0_all_failed",
+            "0_13_0_failures",
+        )
+    ]
+    + [
         (
             "generated/aiperf/base/profile_export_aiperf.csv",
             "generated/aiperf/base/profile_export_aiperf.json",
@@ -250,7 +360,8 @@ def test_aiperf_aggregate_without_schema_version_is_aiperf_with_its_itl() -> Non
     ],
 )
 def test_aiperf_aggregate_csv_gives_the_numbers_of_its_json(csv_path: str, json_path: str) -> None:
-    """`profile_export_aiperf.csv`: the same run's JSON numbers, to AIPerf's two decimals."""
+    """`profile_export_aiperf.csv`: the same run's JSON numbers, to AIPerf's two decimals
+    (0.13's `(error-adjusted)` rows, another statistic, are not taken for the plain ones)."""
     from_csv = _only(aiperf, SAMPLES / csv_path)
     from_json = _only(aiperf, SAMPLES / json_path)
     assert from_csv.meta["schema"] == aiperf.CSV_SCHEMA
@@ -261,93 +372,142 @@ def test_aiperf_aggregate_csv_gives_the_numbers_of_its_json(csv_path: str, json_
         assert set(from_csv.summary[name]) <= set(by_q)
         for q, value in from_csv.summary[name].items():
             assert value == pytest.approx(by_q[q], rel=0.005, abs=0.005), (name, q)
-    assert from_csv.duration_s == pytest.approx(from_json.duration_s, abs=0.005)
-
-
-def test_aiperf_time_sliced_export_is_one_scenario_per_slice() -> None:
-    """`--slice-duration`: each slice's own percentiles, of the requests that started in it."""
-    path = AIPERF_EARLY / "aiperf_timeslices_profile_export_aiperf_timeslices.json"
-    slices = json.loads(path.read_text())["timeslices"]
-    data = path.read_bytes()
-    assert detect.detect(data, path.name, OPTS).module is aiperf
-    assert genai_perf.sniff(data[:65536], path.name) is False
-    runs = detect.read(data, path.name, "auto", OPTS)
-    assert [r.scenario for r in runs] == [f"timeslice {i}" for i in range(len(slices))]
-    for got, piece in zip(runs, slices, strict=True):
-        assert got.meta["schema"] == aiperf.TIMESLICE_SCHEMA
-        assert got.summary_count == piece["request_count"]["avg"]
-        for name, metric in (("ttft", "time_to_first_token"), ("itl", "inter_chunk_latency")):
-            for q in PCTS:
-                assert got.summary[name][q] == piece[metric][f"p{q:g}"]
-    # the slices hold every request of the run, as its own aggregate counts them
-    run_total = json.loads(
-        (SAMPLES / "generated/aiperf/base/profile_export_aiperf.json").read_text()
-    )
-    assert sum(r.summary_count or 0 for r in runs) == run_total["request_count"]["avg"] == 100
+    if from_json.duration_s is None:
+        assert from_csv.duration_s is None
+    else:
+        assert from_csv.duration_s == pytest.approx(from_json.duration_s, abs=0.005)
 
 
 # ---------------------------------------------------------------- AIPerf: failed and cancelled runs
 @pytest.mark.parametrize(
     "name",
-    ["aiperf_all_failed_profile_export.jsonl", "aiperf_all_failed_profile_export_aiperf.json"],
+    [
+        "aiperf_0_8_0_all_failed_profile_export.jsonl",
+        "aiperf_0_8_0_all_failed_profile_export_aiperf.json",
+        "aiperf_0_8_0_all_failed_profile_export_aiperf.csv",
+        "aiperf_0_13_0_all_failed_profile_export.jsonl",  # 0.13.0 writes no aggregate then
+    ],
 )
 def test_aiperf_run_whose_every_request_failed_is_a_breach_with_its_count(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Every request answered HTTP 500 (the server's log: 32 of 32): read under --format auto
+    and under --format aiperf alike."""
     path = AIPERF_EARLY / name
-    got = _only(aiperf, path)  # --format auto finds it
-    assert got.summary == {} or got.ok is not None
+    got = _only(aiperf, path)
+    if name.endswith(".jsonl"):
+        records = _aiperf_records(path)
+        assert len(records) == 32 and all(r["error"]["code"] == 500 for r in records)
+        assert got.ok is not None and not got.ok.any() and got.n == 32
+    else:
+        assert got.summary == {} and got.summary_count == got.meta["failures"] == 32
     budget = tmp_path / "b.yml"
     budget.write_text("version: 1\nslo: {ttft: 1200, total: 6000}\n")
-    code, out, _ = run(
-        ["check", "--head", str(path), "--budget", str(budget), "--output", "json"], capsys
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    for chosen in ("auto", "aiperf"):
+        code, out, _ = run([*argv, "--format", chosen], capsys)
+        report = json.loads(out)
+        assert code == 1 and report["verdict"] == "fail", chosen
+        assert report["requests"]["head"] == report["failed"]["head"] == 32
+        assert report["summary"]["text"].startswith("SLO breached")  # not "a target not measured"
+        assert any(
+            f["kind"] == "breach" and "every one of the 32 head requests failed" in f["message"]
+            for f in report["findings"]
+        )
+
+
+def test_aiperf_0_8_records_with_failures_keep_the_schema_and_match_the_aggregate() -> None:
+    """16 of 60 requests answered HTTP 500 (the server's log): an error record has no latency
+    metric and says nothing about the schema; the rest give AIPerf's own percentiles."""
+    path = AIPERF_EARLY / "aiperf_0_8_0_failures_profile_export.jsonl"
+    doc = json.loads(
+        (AIPERF_EARLY / "aiperf_0_8_0_failures_profile_export_aiperf.json").read_text()
     )
-    report = json.loads(out)
-    assert code == 1 and report["verdict"] == "fail"
-    assert report["requests"]["head"] == report["failed"]["head"] == 100
-    assert any(
-        f["kind"] == "breach" and "every one of the 100 head requests failed" in f["message"]
-        for f in report["findings"]
-    )
+    assert doc["schema_version"] == "1.1" and doc["aiperf_version"] == "0.8.0"
+    got = _only(aiperf, path)
+    assert got.meta["schema"] == "current"
+    assert got.ok is not None and got.ttft is not None and got.total is not None
+    assert got.n == 60 and int((~got.ok).sum()) == doc["error_request_count"]["avg"] == 16
+    assert int(got.ok.sum()) == doc["request_count"]["avg"] == 44
+    ok = got.ok
+    for values, metric in (
+        (got.ttft[ok], "time_to_first_token"),
+        (got.total[ok], "request_latency"),
+    ):
+        for q in PCTS:
+            want = doc[metric][f"p{q:g}"]
+            assert np.percentile(values, q) == pytest.approx(want, rel=1e-9), (metric, q)
+    # AIPerf 0.8.0's gap percentiles are its t-digest's estimate (crick, compression 500, which
+    # gives back these numbers); the records hold the gaps themselves: close, not equal, in the tail
+    assert got.itl is not None and len(got.itl.values) == doc["inter_chunk_latency"]["count"]
+    for q, rel in ((50.0, 0.005), (90.0, 0.005), (95.0, 0.005), (99.0, 0.015)):
+        want = doc["inter_chunk_latency"][f"p{q:g}"]
+        assert np.percentile(got.itl.values, q) == pytest.approx(want, rel=rel), q
 
 
-def test_aiperf_error_records_keep_the_current_schema_label() -> None:
-    """A failed record has no metric: it says nothing about which schema the file is."""
-    lines = (SAMPLES / "generated/aiperf/base/profile_export.jsonl").read_text().splitlines()
-    failed = (AIPERF_EARLY / "aiperf_all_failed_profile_export.jsonl").read_text().splitlines()
-    data = "\n".join([*lines, failed[0]]).encode()
-    got = aiperf.read(data, "mixed.jsonl", OPTS)[0]
-    assert got.meta["schema"] == "current" and got.ok is not None
-    assert (got.n, int((~got.ok).sum())) == (101, 1)
-
-
-def test_aiperf_cancelled_run_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`was_cancelled`: the records AIPerf cancelled are failed and the run is said to have
-    stopped early, in the records and in the aggregate."""
-    lines = (SAMPLES / "generated/aiperf/base/profile_export.jsonl").read_text().splitlines()
-    records = [json.loads(line) for line in lines]
-    for record in records[-39:]:  # AIPerf's RequestCancellationError, as 0.1.1's example has it
-        record["metadata"]["was_cancelled"] = True
-        record["metrics"] = {}
-        record["error"] = {"code": 499, "type": "RequestCancellationError", "message": "cancelled"}
-    data = "\n".join(json.dumps(r) for r in records).encode()
-    got = aiperf.read(data, "cancelled.jsonl", OPTS)[0]
-    assert got.ok is not None and int((~got.ok).sum()) == 39
+def test_aiperf_requests_it_cancelled_are_failures_said_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--request-cancellation-rate 40`: AIPerf cut 16 of 40 requests short (`was_cancelled`,
+    error 499); the run itself went on. The records and the aggregate both say it."""
+    path = AIPERF_EARLY / "aiperf_0_13_0_cancellation_rate_profile_export.jsonl"
+    cancelled = sum(r["metadata"]["was_cancelled"] for r in _aiperf_records(path))
+    assert cancelled == 16
+    got = _only(aiperf, path)
+    assert got.ok is not None and int((~got.ok).sum()) == cancelled and got.n == 40
     note = got.meta["note"]
-    assert isinstance(note, str) and "cancelled 39 of the 100 requests" in note
-    path = tmp_path / "cancelled.jsonl"
-    path.write_bytes(data)
+    assert isinstance(note, str) and "cancelled 16 of the 40 requests before they completed" in note
     budget = tmp_path / "b.yml"
     budget.write_text("version: 1\nslo: {ttft: 1200, total: 6000}\n")
     argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
     report = json.loads(run(argv, capsys)[1])
-    assert report["verdict"] == "warn"  # every SLO holds, but the run did not finish
+    assert report["verdict"] == "warn"  # every SLO holds, but 40% of the requests did not finish
     (finding,) = [f for f in report["findings"] if f["kind"] == "failures"]
-    assert "cancelled before it finished: 39 of 100 requests failed" in finding["message"]
+    message = "the tool cancelled head requests before they completed: 16 of 40 requests failed"
+    assert finding["message"] == message
+    aggregate = AIPERF_EARLY / "aiperf_0_13_0_cancellation_rate_profile_export_aiperf.json"
+    doc = json.loads(aggregate.read_text())
+    assert doc["was_cancelled"] is False  # the run was not
+    assert doc["error_summary"][0]["error_details"]["type"] == "RequestCancellationError"
+    agg = _only(aiperf, aggregate)
+    assert agg.meta["failures"] == doc["error_request_count"]["avg"] == cancelled
+    argv = ["check", "--head", str(aggregate), "--budget", str(budget), "--output", "json"]
+    report = json.loads(run(argv, capsys)[1])
+    assert report["verdict"] == "warn" and report["failed"]["head"] == 16
+    assert any("16 of 40 requests failed" in f["message"] for f in report["findings"])
+
+
+def test_aiperf_run_stopped_before_its_end_is_said_to_be_cancelled(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C (SIGINT) 63 requests into a 200-request run: AIPerf 0.13.0 writes the aggregate
+    with `was_cancelled`; it must not pass as a finished run."""
+    path = AIPERF_EARLY / "aiperf_0_13_0_interrupted_profile_export_aiperf.json"
+    doc = json.loads(path.read_text())
+    assert doc["was_cancelled"] is True and doc["request_count"]["avg"] == 63
+    got = _only(aiperf, path)
+    assert "cancelled the run" in str(got.meta["note"])
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\nslo: {ttft: 1200, total: 6000}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    code, out, _ = run(argv, capsys)
+    report = json.loads(out)
+    assert code == 0 and report["verdict"] == "warn" and report["requests"]["head"] == 63
+    # no `error_request_count`: 0.13's `completed_request_count` (success + error) says none failed
+    assert doc["completed_request_count"]["avg"] == 63 and "error_request_count" not in doc
+    assert report["failed"]["head"] == 0
+    (finding,) = [f for f in report["findings"] if f["kind"] == "failures"]
+    message = "the head run was cancelled before it finished: 0 of 63 requests failed"
+    assert finding["message"] == message
+
+
+def test_aiperf_completed_count_below_its_successes_is_refused() -> None:
+    """`completed_request_count` is success + error: fewer than the successes is no count."""
     doc = json.loads((SAMPLES / "generated/aiperf/base/profile_export_aiperf.json").read_text())
-    doc["was_cancelled"] = True
-    agg = aiperf.read(json.dumps(doc).encode(), "agg.json", OPTS)[0]
-    assert "cancelled the run" in str(agg.meta["note"])
+    assert aiperf.read(json.dumps(doc).encode(), "agg.json", OPTS)[0].meta["failures"] == 0
+    doc["completed_request_count"]["avg"] = 99.0
+    with pytest.raises(InputError, match=r"key 'completed_request_count' is less than request_c"):
+        aiperf.read(json.dumps(doc).encode(), "agg.json", OPTS)
 
 
 # ---------------------------------------------------------------- vLLM: what some versions write
