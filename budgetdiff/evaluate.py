@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from budgetdiff import agent, history, pairing, rebudget, rows, sources, whatif
+from budgetdiff import agent, doubts, history, pairing, rebudget, rows, sources, whatif
 from budgetdiff.aggregate import compare_aggregate
 from budgetdiff.budget import Budget, did_you_mean
 from budgetdiff.errors import InputError, UsageError
@@ -342,6 +342,7 @@ def evaluate(
     for p in pairs:
         held_to = budget.for_scenario(p.head.scenario)  # its class's SLO and slices, if any
         c = agent.attach(compare_pair(p, held_to, pair), p.base, p.head, held_to)
+        c = doubts.mark(c, held_to, p.head, p.base)  # no pass mark on a number in doubt
         if not scenarios and budget.classes:  # said once, with the first
             c = replace(c, notes=(*c.notes, *_unmatched_classes(budget, head)))
         trends = _trends(history, c, held_to)

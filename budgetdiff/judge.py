@@ -158,10 +158,10 @@ def summarize(c: Comparison, findings: Sequence[Finding], verdict: Verdict) -> S
 
 
 def at_risk(c: Comparison) -> Row | None:
-    """The SLO metric a reviewer should look at: a breach, else the least headroom (a
-    regressed one first), else the largest regression without a target."""
+    """The SLO metric a reviewer should look at: a breach, else one in doubt, else the least
+    headroom (a regressed one first), else the largest regression without a target."""
     targeted = [r for r in c.slo if r.status is not None]
-    order = {Status.BREACH: 0, Status.LOW_HEADROOM: 1, Status.OK: 2}
+    order = {Status.BREACH: 0, Status.DOUBTFUL: 1, Status.LOW_HEADROOM: 2, Status.OK: 3}
     if targeted:
         return min(
             targeted,

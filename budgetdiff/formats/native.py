@@ -425,6 +425,7 @@ def _itl(
                     + ("looks like seconds" if m < 0.1 else "looks like another unit")
                     + "; say the unit in the column's name (such as _s or _ms) or with the "
                     "budget's `unit:`",
+                    affects=("itl",),
                 )
             )
     return itl, doubts

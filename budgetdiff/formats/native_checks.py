@@ -220,6 +220,7 @@ def _unit_doubt(where: str, use: ColumnUse, median_ms: float, why: str, looks: s
         f"({how}){why} "
         f"- {looks or 'looks like another unit'}; say the unit in the column's name (such as "
         "_s or _ms) or with the budget's `unit:`",
+        affects=(use.target,) if use.target else (),
     )
 
 
@@ -316,6 +317,7 @@ def impossible_rows(
             f"{source}: {numbers.count(int(bad.sum()))} request(s) end before their first "
             f"token (total below TTFT; first: row {first + 1}): the columns or their units "
             "are not what their names say",
+            affects=("ttft", "total"),
         )
     ]
 

@@ -1,0 +1,120 @@
+"""Which rows a reader's doubt reaches, and those rows marked: a number computed from a column
+whose unit looks wrong, or from rows no request can have, shows no pass mark (no status ok, no
+headroom, no budget use) but the doubt, in every rendering.
+
+A doubt names what its values are read as (`Doubt.affects`: `ttft`, `total`, a slice, `itl`);
+the rows made of them follow from how `prepare` derives what the data lacks: the total from the
+slices, TTFT from the slices before the first token, TPOT from the total and TTFT (or decode),
+and every slice's part from the total and all the slices (the parts are scaled to add up to
+the total's percentile). Pure: a Comparison in, the same with its doubtful rows marked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+from budgetdiff.budget import Budget
+from budgetdiff.results import Comparison, Row, Status
+from budgetdiff.table import KNOWN_SLICES, UNATTRIBUTED, Doubt, Run
+
+_FIRST_TOKEN = KNOWN_SLICES[: KNOWN_SLICES.index("first_token") + 1]
+_PARTS = ("parts", "")  # every slice's part of the total's percentile
+
+
+def mark(c: Comparison, budget: Budget, head: Run, base: Run | None) -> Comparison:
+    """`c` with every row a failing doubt of either side reaches marked doubtful; without
+    such a doubt, `c` itself. The head's SLO attainment and the re-budget proposal go too when
+    they are made of such rows (a note says why)."""
+    reach = _reach(head, budget, "head")
+    for key, why in (_reach(base, budget, "base") if base is not None else {}).items():
+        reach[key] = [*reach.get(key, []), *why]
+    if not reach:
+        return c
+    parts = reach.get(_PARTS, [])
+    slo = tuple(_marked(r, reach.get(("slo", r.name))) for r in c.slo)
+    slices = tuple(
+        _marked(r, [*reach.get(("slice", r.name), []), *(parts if r.part_ms is not None else [])])
+        for r in c.slices
+    )
+    notes = list(c.notes)
+    heads = c.head
+    held = [r.label for r in slo if r.name in heads.held_to and r.doubt is not None]
+    if held and heads.attainment is not None:
+        heads = replace(heads, attainment=None, goodput_rps=None)
+        notes.append(
+            f"SLO attainment is left out: it holds each request to {', '.join(held)}, whose "
+            "values are in doubt (see the findings)"
+        )
+    rebudget, fix_first = c.rebudget, c.fix_first
+    if (rebudget is not None or fix_first) and any(r.doubt for r in slices):
+        rebudget, fix_first = None, ()
+        notes.append(
+            "no re-budget proposal and no 'what to fix first': the slices' parts are in doubt "
+            "(see the findings)"
+        )
+    return replace(
+        c,
+        slo=slo,
+        slices=slices,
+        head=heads,
+        notes=tuple(notes),
+        rebudget=rebudget,
+        fix_first=fix_first,
+    )
+
+
+def _marked(r: Row, why: list[str] | None) -> Row:
+    """The row with its doubt and no pass mark: its values stay, shown as doubtful."""
+    if not why:
+        return r
+    return replace(
+        r,
+        doubt="; ".join(dict.fromkeys(why)),
+        status=Status.DOUBTFUL if r.status is not None else None,
+        headroom_pct=None,
+        budget_use_pct=None,
+        over_budget=None,
+    )
+
+
+def _why(d: Doubt) -> str:
+    """A doubt in a few words, for the row it reaches."""
+    if d.kind == "units":
+        return f"the unit of {d.subject}"
+    return f"rows no request can have ({d.subject} below TTFT)"
+
+
+def _reach(run: Run, budget: Budget, side: str) -> dict[tuple[str, str], list[str]]:
+    """(row kind, row name) -> why, for every row one of the run's failing doubts reaches."""
+    doubted: dict[str, list[str]] = {}  # what the values are read as -> why they are in doubt
+    for d in run.doubts:
+        if d.fails:
+            for name in d.affects:
+                doubted.setdefault(name, []).append(f"{side}: {_why(d)}")
+    if not doubted:
+        return {}
+
+    def of(names: Iterable[str]) -> list[str]:
+        return [w for n in names for w in doubted.get(n, [])]
+
+    slices = [*run.slices, *([] if "first_token" in run.slices else ["first_token"])]
+    early = budget.ttft_slices if budget.slices else _FIRST_TOKEN
+    ttft = of(["ttft"]) + ([] if run.ttft is not None else of(early))
+    total = of(["total"]) + ([] if run.total is not None else of(run.slices) + ttft)
+    tpot = of(["tpot"]) + ([] if run.tpot is not None else total + ttft + of(["decode"]))
+    # a slice's part is its share of the total's percentile, scaled so that the parts add up:
+    # a doubt on the total or on any slice (TTFT stands in for `first_token`) reaches them all
+    parts = total + of(run.slices) + (ttft if "first_token" not in run.slices else [])
+    out: dict[tuple[str, str], list[str]] = {
+        ("slo", "ttft"): ttft,
+        ("slo", "total"): total,
+        ("slo", "tpot"): tpot,
+        ("slo", "itl"): of(["itl"]),
+        ("slo", "max_stall"): of(["itl"]),
+        ("slice", UNATTRIBUTED): parts,
+        _PARTS: parts,
+    }
+    for name in slices:
+        out[("slice", name)] = ttft if name not in run.slices else of([name])
+    return {key: why for key, why in out.items() if why}
