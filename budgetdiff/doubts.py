@@ -26,8 +26,10 @@ def mark(c: Comparison, budget: Budget, head: Run, base: Run | None) -> Comparis
     """`c` with every row a failing doubt of either side reaches marked doubtful; without
     such a doubt, `c` itself. The head's SLO attainment and the re-budget proposal go too when
     they are made of such rows (a note says why)."""
-    reach = _reach(head, budget, "head")
-    for key, why in (_reach(base, budget, "base") if base is not None else {}).items():
+    # TTFT stands in for `first_token` when the data has no slice before the first token
+    stand_in = "first_token" in {r.name for r in c.slices} and "first_token" not in head.slices
+    reach = _reach(head, budget, "head", stand_in)
+    for key, why in (_reach(base, budget, "base", stand_in) if base is not None else {}).items():
         reach[key] = [*reach.get(key, []), *why]
     if not reach:
         return c
@@ -85,8 +87,9 @@ def _why(d: Doubt) -> str:
     return f"rows no request can have ({d.subject} below TTFT)"
 
 
-def _reach(run: Run, budget: Budget, side: str) -> dict[tuple[str, str], list[str]]:
-    """(row kind, row name) -> why, for every row one of the run's failing doubts reaches."""
+def _reach(run: Run, budget: Budget, side: str, stand_in: bool) -> dict[tuple[str, str], list[str]]:
+    """(row kind, row name) -> why, for every row one of the run's failing doubts reaches;
+    `stand_in`: the `first_token` slice is the run's TTFT."""
     doubted: dict[str, list[str]] = {}  # what the values are read as -> why they are in doubt
     for d in run.doubts:
         if d.fails:
@@ -98,14 +101,13 @@ def _reach(run: Run, budget: Budget, side: str) -> dict[tuple[str, str], list[st
     def of(names: Iterable[str]) -> list[str]:
         return [w for n in names for w in doubted.get(n, [])]
 
-    slices = [*run.slices, *([] if "first_token" in run.slices else ["first_token"])]
     early = budget.ttft_slices if budget.slices else _FIRST_TOKEN
     ttft = of(["ttft"]) + ([] if run.ttft is not None else of(early))
     total = of(["total"]) + ([] if run.total is not None else of(run.slices) + ttft)
     tpot = of(["tpot"]) + ([] if run.tpot is not None else total + ttft + of(["decode"]))
     # a slice's part is its share of the total's percentile, scaled so that the parts add up:
-    # a doubt on the total or on any slice (TTFT stands in for `first_token`) reaches them all
-    parts = total + of(run.slices) + (ttft if "first_token" not in run.slices else [])
+    # a doubt on the total or on any slice (TTFT, where it stands in for one) reaches them all
+    parts = total + of(run.slices) + (ttft if stand_in else [])
     out: dict[tuple[str, str], list[str]] = {
         ("slo", "ttft"): ttft,
         ("slo", "total"): total,
@@ -115,6 +117,8 @@ def _reach(run: Run, budget: Budget, side: str) -> dict[tuple[str, str], list[st
         ("slice", UNATTRIBUTED): parts,
         _PARTS: parts,
     }
-    for name in slices:
-        out[("slice", name)] = ttft if name not in run.slices else of([name])
+    for name in run.slices:
+        out[("slice", name)] = of([name])
+    if stand_in:
+        out[("slice", "first_token")] = ttft
     return {key: why for key, why in out.items() if why}

@@ -40,6 +40,11 @@ if TYPE_CHECKING:
     from budgetdiff.history import History, Trend
 
 VERDICT_ORDER = {Verdict.PASS: 0, Verdict.WARN: 1, Verdict.FAIL: 2}
+# What the reading found wrong in the data itself: every command that reads a table shows these
+# (`rebudget` and `whatif` too, which are not a Report), failing where they fail `check`
+READ_KINDS = frozenset(
+    {Kind.UNITS, Kind.IMPOSSIBLE, Kind.FAILURES, Kind.FAILURE_RATE, Kind.MISSING_SLICE}
+)
 _FIRST_TOKEN_SLICES = ("network", "gateway", "queue", "prefill", "first_token")
 
 

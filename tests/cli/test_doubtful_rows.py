@@ -187,3 +187,108 @@ def test_a_compare_whose_head_wrote_seconds_marks_the_row_and_not_the_sound_one(
     want = "ok" if p95 <= 6500 * 0.9 else "low_headroom" if p95 <= 6500 else "breach"
     assert rows["total"]["doubt"] is None and rows["total"]["status"] == want
     assert rows["total"]["head_ms"] == pytest.approx(p95, abs=2e-3)
+
+
+# ---- rebudget and whatif show what the reading found, and fail where check fails ------------
+
+SLICES_BUDGET = (
+    "version: 1\npercentile: 95\nslo:\n  ttft: 1000\n  total: 6500\n"
+    "slices:\n  queue: 200\n  prefill: 700\n  decode: 5000\n"
+)
+
+
+def _sliced(path: Path, *, ttft_scale: float, seed: int = 5) -> tuple[Path, pd.DataFrame]:
+    """Requests with queue, prefill and decode slices, a measured total and a TTFT column
+    (`ttft_scale` 0.001: seconds in the ms column)."""
+    rng = np.random.default_rng(seed)
+    n = 300
+    queue, prefill = rng.gamma(2.0, 10.0, n), rng.gamma(4.0, 60.0, n)
+    decode = rng.gamma(6.0, 450.0, n)
+    frame = pd.DataFrame(
+        {
+            "request_id": [f"r{i}" for i in range(n)],
+            "queue_ms": queue.round(3),
+            "prefill_ms": prefill.round(3),
+            "decode_ms": decode.round(3),
+            "ttft_ms": ((queue + prefill) * ttft_scale).round(6),
+            "total_ms": (queue + prefill + decode).round(3),
+        }
+    )
+    frame.to_csv(path, index=False)
+    return path, frame
+
+
+def test_rebudget_of_a_slice_in_doubt_shows_the_finding_and_proposes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = tmp_path / "generation.budget.yml"
+    budget.write_bytes((TABLES / "generation.budget.yml").read_bytes())
+    before = budget.read_bytes()
+    argv = ["rebudget", "--head", str(GENERATION), "--budget", str(budget), "--write"]
+    code = main(argv, WIDE)
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "FAIL units" in out and "generation" in out
+    assert "no proposal" in out and "proposed" not in out
+    assert budget.read_bytes() == before  # nothing written
+
+
+def test_rebudget_with_ttft_in_doubt_proposes_from_the_sound_slices_but_fails_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table, frame = _sliced(tmp_path / "head.csv", ttft_scale=0.001)
+    budget = tmp_path / "budget.yml"
+    budget.write_text(SLICES_BUDGET)
+    code = main(["rebudget", "--head", str(table), "--budget", str(budget)], WIDE)
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.startswith("FAIL units") and "ttft_ms" in out.splitlines()[0]
+    total = float(np.percentile(frame["total_ms"].to_numpy(dtype=float), 95))
+    assert f"p95 end to end {total:,.0f} ms" in out  # the parts hold the sound, measured total
+    code = main(["rebudget", "--head", str(table), "--budget", str(budget), "--write"], WIDE)
+    out = capsys.readouterr().out
+    assert code == 1 and "not written: the data is in doubt" in out
+    assert budget.read_text() == SLICES_BUDGET
+
+
+def test_rebudget_of_sound_data_is_unchanged_by_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table, _ = _sliced(tmp_path / "head.csv", ttft_scale=1.0)
+    budget = tmp_path / "budget.yml"
+    budget.write_text(SLICES_BUDGET)
+    code = main(["rebudget", "--head", str(table), "--budget", str(budget)], WIDE)
+    out = capsys.readouterr().out
+    assert code == 0 and "FAIL" not in out and out.startswith("re-budget at p95")
+
+
+def test_whatif_on_columns_in_doubt_says_doubtful_not_fits_and_fails(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    frame = pd.read_csv(SECONDS_IN_MS)
+    # as read, both p95s sit far inside their targets: a plain whatif would say `fits`
+    assert float(np.percentile(frame["ttft_ms"].to_numpy(dtype=float), 95)) < 1000
+    assert float(np.percentile(frame["total_ms"].to_numpy(dtype=float), 95)) < 6500
+    argv = ["whatif", "--head", str(SECONDS_IN_MS), "--budget", str(TABLES / "budget.yml")]
+    code = main(argv, WIDE)
+    out = capsys.readouterr().out
+    assert code == 1
+    assert out.count("FAIL units") == 2
+    assert "fits" not in out
+    assert "doubtful (head: the unit of ttft_ms)" in out
+    assert "doubtful (head: the unit of total_ms)" in out
+    assert "SLO attainment: doubtful" in out
+    assert out.rstrip().endswith("in doubt: the data has findings that fail the check (see above)")
+
+
+def test_whatif_shows_the_failed_requests_check_shows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    table = TABLES / "status_503_fast.csv"
+    frame = pd.read_csv(table)
+    failed = int((frame["status"] != 200).sum())
+    argv = ["whatif", "--head", str(table), "--budget", str(TABLES / "budget.yml")]
+    main(argv, WIDE)
+    out = capsys.readouterr().out
+    assert out.startswith(f"warn failures: {failed} of {len(frame)} requests failed")
+    assert f"what if, on {len(frame) - failed} measured requests" in out
