@@ -31,6 +31,7 @@ def mark(c: Comparison, budget: Budget, head: Run, base: Run | None) -> Comparis
     reach = _reach(head, budget, "head", stand_in)
     for key, why in (_reach(base, budget, "base", stand_in) if base is not None else {}).items():
         reach[key] = [*reach.get(key, []), *why]
+    c = _span_in_doubt(c, head, base)
     if not reach:
         return c
     parts = reach.get(_PARTS, [])
@@ -64,6 +65,21 @@ def mark(c: Comparison, budget: Budget, head: Run, base: Run | None) -> Comparis
         rebudget=rebudget,
         fix_first=fix_first,
     )
+
+
+def _span_in_doubt(c: Comparison, head: Run, base: Run | None) -> Comparison:
+    """Without a side's goodput when the unit of its start times is in doubt (seconds or
+    milliseconds since the run began): it divides by the run's span."""
+    for name, run in (("head", head), ("base", base)):
+        side = c.head if name == "head" else c.base
+        said = [d.subject for d in run.doubts if "start_time" in d.affects] if run else []
+        if not said or side is None or side.goodput_rps is None:
+            continue
+        note = f"the {name}'s goodput is left out: the unit of {said[0]} is in doubt"
+        side = replace(side, goodput_rps=None)
+        c = replace(c, notes=(*c.notes, note))
+        c = replace(c, head=side) if name == "head" else replace(c, base=side)
+    return c
 
 
 def _marked(r: Row, why: list[str] | None) -> Row:
