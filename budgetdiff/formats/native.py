@@ -193,24 +193,18 @@ def _run(
     }
     meta: dict[str, str | float] = {"format": NAME, "layout": table.layout}
     output_tokens = _tokens(table, mapping, "output_tokens", source)
-    run_doubts = list(doubts)
     checked = [(u, values[u.column]) for u in _latency_uses(mapping)]
     total = measured.get("total")
-    start, time_doubts, guessed = _times(table, mapping, source, ok)
-    run_doubts += time_doubts
-    if total is None and start is not None:
+    run_doubts = list(doubts)
+    if total is None and mapping.one(TIME, "start_time") is not None:
         spanned = _total_from_times(table, mapping, source, slices, where)
         if spanned is not None:
             total, use, said = spanned
             checked.append((use, total))
             run_doubts += said
             notes.append(f"{where}: end to end read as {use.column} (no total column)")
-    if start is not None and guessed and mapping.one(TIME, "end_time") is None:
-        whole = total if total is not None or not slices else np.sum(list(slices.values()), axis=0)
-        start_use = mapping.one(TIME, "start_time")
-        assert start_use is not None  # `guessed` says there is one
-        start, said = _start_unit(start_use.column, start, whole, ok, where)
-        run_doubts += said
+    start, said = _start(table, mapping, source, ok, (total, slices), where)
+    run_doubts += said
     run_doubts += unit_doubts(checked, ok, output_tokens, where)
     run_doubts += impossible_rows(measured.get("ttft"), total, ok, where)
     itl, itl_doubts = _itl(table, mapping, source, ok, measured.get("ttft"), output_tokens, meta)
@@ -306,6 +300,28 @@ def _times(
     if pa.types.is_integer(decoded(table.get(use.column)).type):  # subtracted while exact
         return start_times(table, use.column, source) / PER_SECOND[unit], doubts, guessed
     return raw / PER_SECOND[unit], doubts, guessed
+
+
+def _start(
+    table: Table,
+    mapping: Mapping,
+    source: str,
+    ok: BoolArray,
+    whole: tuple[FloatArray | None, dict[str, FloatArray]],
+    where: str,
+) -> tuple[FloatArray | None, list[Doubt]]:
+    """`start_time` in seconds (`_times`); where seconds are only a guess and there is no end
+    time, its unit asked of the requests (`_start_unit`), whose end to end is `whole`: the
+    total, else the sum of the slices."""
+    start, doubts, guessed = _times(table, mapping, source, ok)
+    use = mapping.one(TIME, "start_time")
+    if start is None or use is None or not guessed or mapping.one(TIME, "end_time") is not None:
+        return start, doubts
+    total, slices = whole
+    if total is None and slices:
+        total = np.sum(list(slices.values()), axis=0)
+    start, said = _start_unit(use.column, start, total, ok, where)
+    return start, [*doubts, *said]
 
 
 def _start_unit(
