@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from budgetdiff.budget import Budget
-from budgetdiff.results import Comparison, Row, Status
+from budgetdiff.results import Comparison, Row, Side, Status
 from budgetdiff.table import KNOWN_SLICES, UNATTRIBUTED, Doubt, Run
 
 _FIRST_TOKEN = KNOWN_SLICES[: KNOWN_SLICES.index("first_token") + 1]
@@ -24,12 +24,16 @@ _PARTS = ("parts", "")  # every slice's part of the total's percentile
 
 def mark(c: Comparison, budget: Budget, head: Run, base: Run | None) -> Comparison:
     """`c` with every row a failing doubt of either side reaches marked doubtful; without
-    such a doubt, `c` itself. The head's SLO attainment and the re-budget proposal go too when
-    they are made of such rows (a note says why)."""
+    such a doubt, `c` itself. A side's SLO attainment, the re-budget proposal and what to fix
+    first go too when they are made of such rows (a note says why)."""
     # TTFT stands in for `first_token` when the data has no slice before the first token
     stand_in = "first_token" in {r.name for r in c.slices} and "first_token" not in head.slices
-    reach = _reach(head, budget, "head", stand_in)
-    for key, why in (_reach(base, budget, "base", stand_in) if base is not None else {}).items():
+    by_side = {
+        "head": _reach(head, budget, "head", stand_in),
+        "base": _reach(base, budget, "base", stand_in) if base is not None else {},
+    }
+    reach = dict(by_side["head"])
+    for key, why in by_side["base"].items():
         reach[key] = [*reach.get(key, []), *why]
     c = _span_in_doubt(c, head, base)
     if not reach:
@@ -41,16 +45,14 @@ def mark(c: Comparison, budget: Budget, head: Run, base: Run | None) -> Comparis
         for r in c.slices
     )
     notes = list(c.notes)
-    heads = c.head
-    held = [r.label for r in slo if r.name in heads.held_to and r.doubt is not None]
-    if held and heads.attainment is not None:
-        heads = replace(heads, attainment=None, goodput_rps=None)
-        notes.append(
-            f"SLO attainment is left out: it holds each request to {', '.join(held)}, whose "
-            "values are in doubt (see the findings)"
-        )
+    head_side, note = _attainment(c.head, "head", slo, by_side["head"])
+    base_side, base_note = (
+        _attainment(c.base, "base", slo, by_side["base"]) if c.base is not None else (None, None)
+    )
+    notes += [n for n in (note, base_note) if n]
     rebudget, fix_first = c.rebudget, c.fix_first
-    if (rebudget is not None or fix_first) and any(r.doubt for r in slices):
+    # the proposal and the ranking are the head's: made of its slices' parts
+    if (rebudget is not None or fix_first) and any(k[0] != "slo" for k in by_side["head"]):
         rebudget, fix_first = None, ()
         notes.append(
             "no re-budget proposal and no 'what to fix first': the slices' parts are in doubt "
@@ -60,11 +62,27 @@ def mark(c: Comparison, budget: Budget, head: Run, base: Run | None) -> Comparis
         c,
         slo=slo,
         slices=slices,
-        head=heads,
+        head=head_side,
+        base=base_side,
         notes=tuple(notes),
         rebudget=rebudget,
         fix_first=fix_first,
     )
+
+
+def _attainment(
+    side: Side, name: str, slo: tuple[Row, ...], reach: dict[tuple[str, str], list[str]]
+) -> tuple[Side, str | None]:
+    """The side without its SLO attainment (and goodput) when it holds requests to a metric
+    the side's doubts reach, and the note that says so."""
+    held = [r.label for r in slo if r.name in side.held_to and ("slo", r.name) in reach]
+    if side.attainment is None or not held:
+        return side, None
+    note = (
+        f"the {name}'s SLO attainment is left out: it holds each request to "
+        f"{', '.join(held)}, whose values are in doubt (see the findings)"
+    )
+    return replace(side, attainment=None, goodput_rps=None), note
 
 
 def _span_in_doubt(c: Comparison, head: Run, base: Run | None) -> Comparison:

@@ -292,3 +292,26 @@ def test_whatif_shows_the_failed_requests_check_shows(
     out = capsys.readouterr().out
     assert out.startswith(f"warn failures: {failed} of {len(frame)} requests failed")
     assert f"what if, on {len(frame) - failed} measured requests" in out
+
+
+def test_a_base_in_doubt_marks_the_row_and_leaves_the_heads_attainment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The base wrote TTFT in seconds, the head in ms: the TTFT row (its change) is in doubt,
+    the base's attainment goes, the head's stays as numpy counts it."""
+    rng = np.random.default_rng(29)
+    ttft = rng.gamma(4.0, 60.0, 400)
+    total = ttft + rng.gamma(6.0, 500.0, 400)
+    base = _table(tmp_path / "base.csv", ttft / 1000, total)
+    head = _table(tmp_path / "head.csv", ttft, total)
+    budget = tmp_path / "budget.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo:\n  ttft: 1000\n  total: 6500\n")
+    argv = ["compare", "--base", str(base), "--head", str(head), "--budget", str(budget)]
+    main([*argv, "--output", "json"], WIDE)
+    report = json.loads(capsys.readouterr().out)
+    rows = {r["metric"]: r for r in report["slo"]}
+    assert rows["ttft"]["doubt"].startswith("base: the unit of ttft_ms")
+    assert rows["total"]["doubt"] is None
+    assert report["attainment"]["base"] is None
+    good = int(((ttft <= 1000) & (total <= 6500)).sum())  # the file holds them unrounded
+    assert report["attainment"]["head"]["good"] == good
