@@ -19,19 +19,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from budgetdiff import agent, history, pairing, rebudget, rows, sources, whatif
+from budgetdiff import agent, doubts, history, pairing, rebudget, rows, sources, whatif
 from budgetdiff.aggregate import compare_aggregate
 from budgetdiff.budget import Budget, did_you_mean
 from budgetdiff.errors import InputError, UsageError
 from budgetdiff.formats import ReadOptions, detect
 from budgetdiff.formats.combine import combine
 from budgetdiff.history import History, Loaded, analyse
-from budgetdiff.judge import judge
+from budgetdiff.judge import READ_KINDS, judge
 from budgetdiff.prepare import Prepared, prepare
 from budgetdiff.render.page import Cdf, render_page
 from budgetdiff.render.text import one_line, plain
 from budgetdiff.report import Report, Scenario
-from budgetdiff.results import Acceptance, Comparison
+from budgetdiff.results import METRIC_LABELS, Acceptance, Comparison, Finding
 from budgetdiff.rows import runs_match, slice_parts
 from budgetdiff.table import UNATTRIBUTED, Run
 
@@ -342,6 +342,7 @@ def evaluate(
     for p in pairs:
         held_to = budget.for_scenario(p.head.scenario)  # its class's SLO and slices, if any
         c = agent.attach(compare_pair(p, held_to, pair), p.base, p.head, held_to)
+        c = doubts.mark(c, held_to, p.head, p.base)  # no pass mark on a number in doubt
         if not scenarios and budget.classes:  # said once, with the first
             c = replace(c, notes=(*c.notes, *_unmatched_classes(budget, head)))
         trends = _trends(history, c, held_to)
@@ -425,10 +426,34 @@ def _trends(history: Loaded | None, c: Comparison, budget: Budget) -> History | 
 # ---- the commands that are not a Report -----------------------------------------------------
 
 
-def rebudget_for(head: list[Run], budget: Budget, *, source: str) -> Comparison:
-    """The comparison of `head` alone whose `rebudget` holds the proposal; an InputError when
-    the data cannot support one (`source` names the file in the message)."""
-    c = evaluate(None, head, budget, fail_on=[]).main.comparison
+@dataclass(frozen=True)
+class Read:
+    """A command's data as `check` judges it, for the commands that are not a Report
+    (`rebudget`, `whatif`): the comparison of head alone, and what the reading found wrong in
+    the data (`judge.READ_KINDS`: units, impossible rows, failures, time in no slice), each
+    failing as it fails `check`."""
+
+    comparison: Comparison
+    findings: tuple[Finding, ...]
+
+    @property
+    def fails(self) -> bool:
+        return any(f.fails for f in self.findings)
+
+
+def read_as_check(head: list[Run], budget: Budget) -> Read:
+    """`head` evaluated as `check` evaluates it (the budget's `fail_on`): its main scenario,
+    with the findings about the data itself."""
+    s = evaluate(None, head, budget, fail_on=budget.fail_on).main
+    return Read(s.comparison, tuple(f for f in s.findings if f.kind in READ_KINDS))
+
+
+def rebudget_for(head: list[Run], budget: Budget, *, source: str) -> Read:
+    """The comparison of `head` alone whose `rebudget` holds the proposal (None when the parts
+    are in doubt: the findings say why); an InputError when the data cannot support one
+    (`source` names the file in the message)."""
+    read = read_as_check(head, budget)
+    c = read.comparison
     measured = {r.name: r.head_ms for r in c.slices if r.head_ms is not None}
     missing = rebudget.missing_slices(budget, measured)
     if missing:
@@ -436,21 +461,28 @@ def rebudget_for(head: list[Run], budget: Budget, *, source: str) -> Comparison:
             f"{source}: no data for slice(s) {', '.join(missing)}; the data has: "
             f"{', '.join(measured)}"
         )
-    if c.rebudget is None:
+    if c.rebudget is None and not any(r.doubt for r in c.slices):
         raise InputError(
             f"{source}: re-budgeting needs one row per request (the tail contributions); "
             "this file holds only aggregates: pass the tool's per-request file"
         )
-    return c
+    return read
+
+
+ATTAINMENT = "SLO attainment"  # `WhatIf.doubts`' key for the attainment
 
 
 @dataclass(frozen=True)
 class WhatIf:
-    """One run recomputed with some slices changed: its percentiles before and after."""
+    """One run recomputed with some slices changed: its percentiles before and after, what the
+    reading found wrong in the data, and why a metric's values are in doubt (its label ->
+    why: `end to end` -> `head: the unit of total_ms`)."""
 
     requests: int  # the requests that succeeded: what was recomputed
     before: whatif.Outcome
     after: whatif.Outcome
+    read: Read
+    doubts: Mapping[str, str] = field(default_factory=dict)
 
 
 def what_if(
@@ -471,10 +503,23 @@ def what_if(
         )
     if not len(prep.metrics["total"]):
         raise InputError(f"{source}: no request succeeded: nothing to recompute")
+    read = read_as_check(head, budget)
+    c = read.comparison
+    doubts = {r.label: r.doubt for r in c.slo if r.doubt is not None}
+    changed = [r.doubt for r in c.slices if r.name in changes and r.doubt is not None]
+    if changed:  # a changed slice in doubt moves the total (and TTFT) by a doubtful amount
+        for label in ("end to end", *(["TTFT"] if set(changes) & set(prep.ttft_slices) else [])):
+            doubts.setdefault(label, changed[0])
+    labels = [METRIC_LABELS.get(n, n) for n in c.head.held_to]
+    held = [doubts[label] for label in labels if label in doubts]
+    if held:  # it holds each request to a metric in doubt
+        doubts[ATTAINMENT] = held[0]
     return WhatIf(
         requests=len(prep.metrics["total"]),
         before=whatif.outcome(prep, budget, parts),
         after=whatif.outcome(prep, budget, parts, changes),
+        read=read,
+        doubts=doubts,
     )
 
 

@@ -41,6 +41,11 @@ if TYPE_CHECKING:
     from budgetdiff.history import History, Trend
 
 VERDICT_ORDER = {Verdict.PASS: 0, Verdict.WARN: 1, Verdict.FAIL: 2}
+# What the reading found wrong in the data itself: every command that reads a table shows these
+# (`rebudget` and `whatif` too, which are not a Report), failing where they fail `check`
+READ_KINDS = frozenset(
+    {Kind.UNITS, Kind.IMPOSSIBLE, Kind.FAILURES, Kind.FAILURE_RATE, Kind.MISSING_SLICE}
+)
 _FIRST_TOKEN_SLICES = ("network", "gateway", "queue", "prefill", "first_token")
 
 
@@ -163,10 +168,10 @@ def summarize(c: Comparison, findings: Sequence[Finding], verdict: Verdict) -> S
 
 
 def at_risk(c: Comparison) -> Row | None:
-    """The SLO metric a reviewer should look at: a breach, else the least headroom (a
-    regressed one first), else the largest regression without a target."""
+    """The SLO metric a reviewer should look at: a breach, else one in doubt, else the least
+    headroom (a regressed one first), else the largest regression without a target."""
     targeted = [r for r in c.slo if r.status is not None]
-    order = {Status.BREACH: 0, Status.LOW_HEADROOM: 1, Status.OK: 2}
+    order = {Status.BREACH: 0, Status.DOUBTFUL: 1, Status.LOW_HEADROOM: 2, Status.OK: 3}
     if targeted:
         return min(
             targeted,

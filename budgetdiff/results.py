@@ -67,6 +67,9 @@ class Status(Word):
     OK = "ok"
     LOW_HEADROOM = "low_headroom"
     BREACH = "breach"
+    # computed from values a reader doubts (a column's unit, rows no request can have): neither
+    # a pass nor a breach can be told; `Row.doubt` says why
+    DOUBTFUL = "doubtful"
 
 
 class Change(Word):
@@ -146,6 +149,9 @@ class Row:
     # from histograms: the head's percentile is interpolated inside this bucket (lo, hi] ms,
     # which holds the SLO target, so pass and breach cannot be told (no status; `unmeasured`)
     target_in_bucket: tuple[float, float] | None = None
+    # why the row's values are in doubt, briefly (`head: the unit of ttft_ms`): it shows no
+    # pass mark (no headroom, no budget use), the doubt instead (`doubts.mark`)
+    doubt: str | None = None
 
     @property
     def label(self) -> str:

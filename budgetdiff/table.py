@@ -125,12 +125,15 @@ class ColumnUse:
 class Doubt:
     """What a reader found wrong in data it could still read: a `units` mix-up or rows no
     request can have (`impossible`). The judge turns each into a finding; `fails` says
-    whether it fails the check (a number the report shows would be wrong) or only informs."""
+    whether it fails the check (a number the report shows would be wrong) or only informs;
+    `affects`, what the doubted values are read as (`ttft`, `total`, a slice, `itl`): the rows
+    computed from them carry the doubt instead of a pass mark (`doubts.mark`)."""
 
     kind: str
     subject: str
     message: str
     fails: bool = True
+    affects: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

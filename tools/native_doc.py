@@ -68,7 +68,24 @@ finding that fails the check and says what was read and what it looks like
 - a median inter-token gap under 0.1 ms or over 10 s (vLLM's seconds in an `itl` column);
 - a column a thousand times its siblings; a TTFT ten times the end to end;
 - time stamps that are epoch milliseconds, microseconds or nanoseconds in a column read as
-  seconds (they are read in the unit their size shows, and the finding says so).
+  seconds (they are read in the unit their size shows, and the finding says so);
+- a `start_time` of plain numbers with no unit in its name and no `end_time` that is
+  milliseconds since the run began (0, 12.5, 40, ...): told from seconds by the requests
+  themselves. Where each starts as an earlier one ends (a closed loop) in one reading and not
+  the other, or where as seconds the server would be idle 99.8% of the run, it is read as
+  milliseconds and the finding says so. Where neither reading is implausible (as seconds 0.4
+  requests in flight, as milliseconds 130), an informing `units` finding names both and the
+  goodput, which divides by the run's span, is left out; `start_time_ms` or `start_time_s`
+  says which.
+
+The rows computed from a column in doubt (a `units` finding that fails, or totals below their
+TTFT) show their number with the doubt instead of a pass mark: `doubtful (head: the unit of
+ttft_ms)` in the terminal, `❓ doubtful (...)` in the comment, `"status": "doubtful"` and a
+`"doubt"` key in the JSON report, no headroom or budget use. The doubt reaches every row made of
+the column: the end to end made of the slices, TTFT made of the slices before the first token,
+TPOT, and every slice's part of the total (the parts are scaled to add up to it); the SLO
+attainment, the re-budget proposal and what to fix first made of such rows are left out, with a
+note. `rebudget` and `whatif` show the same findings first and exit 1 where `check` fails.
 
 Unit spellings: {spellings}; in a bracket also {bracket_only}.
 

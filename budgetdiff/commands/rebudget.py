@@ -8,12 +8,14 @@ from pathlib import Path
 from budgetdiff.budget import Budget, load_budget
 from budgetdiff.budget_file import write_budget
 from budgetdiff.commands.edge import Edge
+from budgetdiff.commands.whatif import Say
 from budgetdiff.errors import UsageError
 from budgetdiff.evaluate import Files, Reading, rebudget_for
 from budgetdiff.numbers import count, ms, num, pct, percentile
 from budgetdiff.options import RunOptions
 from budgetdiff.render.cells import budget_meaning, fix_first
 from budgetdiff.render.fit import column, prose, table
+from budgetdiff.render.table import finding_line
 from budgetdiff.render.text import plain
 from budgetdiff.results import Comparison
 from budgetdiff.terminal import width
@@ -24,24 +26,31 @@ def run(o: RunOptions, edge: Edge) -> int:
     if not budget.slices:
         raise UsageError(f"{o.budget}: has no `slices:` to re-split; add them first")
     reading = Reading(budget=budget, environ=edge.environ, fmt=o.format, scenarios=o.scenario)
-    c = rebudget_for(reading.side(Files(o.head, o.head_ref)).runs, budget, source=o.head[0])
+    read = rebudget_for(reading.side(Files(o.head, o.head_ref)).runs, budget, source=o.head[0])
+    c = read.comparison
     if o.write and c.name in budget.classes:
         raise UsageError(
             f"{o.budget}: the proposal is for class {plain(c.name)!r}, whose slices --write "
             "does not update (it writes the top level's); run without --write and copy the "
             "proposal into the class's `slices:`"
         )
+    say = Say(edge.out, width(edge.environ, edge.out))
+    for f in read.findings:  # what the reading found wrong in the data: first, as check says it
+        say(finding_line(f))
     held_to = budget.for_scenario(c.name)  # a class's own slices
-    edge.out.write(proposal_text(c, held_to, width(edge.environ, edge.out)))
     proposal = c.rebudget
-    assert proposal is not None  # rebudget_for says why when there is none
+    if proposal is None:  # rebudget_for lets it be None only when the parts are in doubt
+        say("no proposal: the slices' parts of the end to end are in doubt (see above)")
+        return 1
+    edge.out.write(proposal_text(c, held_to, say.width))
+    if o.write and (read.fails or not proposal.fits):
+        why = "the data is in doubt" if read.fails else "it does not fit the SLO"
+        edge.out.write(f"not written: {why} (see above)\n")
+        return 1
     if o.write:
-        if not proposal.fits:
-            edge.out.write("not written: it does not fit the SLO (see above)\n")
-            return 1
         write_budget(Path(o.budget), proposal.allocation)
         edge.out.write(f"wrote {o.budget}\n")
-    return 0
+    return 1 if read.fails else 0
 
 
 def proposal_text(c: Comparison, budget: Budget, width: int | None = None) -> str:

@@ -14,10 +14,11 @@ from budgetdiff import numbers, whatif
 from budgetdiff.budget import Budget, load_budget
 from budgetdiff.commands.edge import Edge
 from budgetdiff.errors import UsageError
-from budgetdiff.evaluate import Files, Reading, WhatIf, what_if
+from budgetdiff.evaluate import ATTAINMENT, Files, Reading, WhatIf, what_if
 from budgetdiff.numbers import count, ms, pct, percentile, setting_pct, signed_ms
 from budgetdiff.options import WhatifOptions
 from budgetdiff.render.fit import column, prose, table
+from budgetdiff.render.table import finding_line
 from budgetdiff.render.text import plain
 from budgetdiff.terminal import width
 
@@ -168,9 +169,16 @@ def _estimate_numbers(o: WhatifOptions) -> tuple[float, float, float]:
     return o.ttft, o.tokens, whatif.per_token_ms(o.tokens_per_s)
 
 
-def _against_slo(checks: list[Check], headroom: float, say: Say, value: str) -> bool:
+def _against_slo(
+    checks: list[Check],
+    headroom: float,
+    say: Say,
+    value: str,
+    doubts: Mapping[str, str] | None = None,
+) -> bool:
     """A table, one row per SLO metric: `value` vs target with the headroom (if the budget
-    sets one); all fit?"""
+    sets one); all fit? A metric in `doubts` (its label -> why) shows the doubt, not a fit."""
+    doubts = doubts or {}
     rows = [(n, v, t) for n, v, t in checks if t is not None and v is not None]
     if not rows:  # the budget sets none of these targets
         return True
@@ -183,9 +191,15 @@ def _against_slo(checks: list[Check], headroom: float, say: Say, value: str) -> 
     if headroom:
         limited = [ms(x) for x in limits]
         columns.append(column(f"with {setting_pct(headroom)} headroom", limited, right=True))
-    room = [pct(100 * (t - v) / t, signed=True) if v <= t else "" for _, v, t in rows]
+    room = [
+        pct(100 * (t - v) / t, signed=True) if v <= t and n not in doubts else ""
+        for n, v, t in rows
+    ]
     columns.append(column("headroom", room, right=True))
-    words = [_word(v, t, ok) for (_, v, t), ok in zip(rows, fit, strict=True)]
+    words = [
+        f"doubtful ({doubts[n]})" if n in doubts else _word(v, t, ok)
+        for (n, v, t), ok in zip(rows, fit, strict=True)
+    ]
     columns.append(column("verdict", words, group=1))
     inner = None if say.width is None else say.width - 2
     say.table(table(column("SLO", [n for n, _, _ in rows]), columns, inner))
@@ -213,6 +227,8 @@ def _recompute(o: WhatifOptions, budget: Budget, env: Mapping[str, str], say: Sa
         budget = budget.for_scenario(head[0].scenario)
     targets = _targets(o, budget)
     result = what_if(head, budget, changes, source=o.head[0])
+    for f in result.read.findings:  # what the reading found wrong in the data, as check says it
+        say(finding_line(f))
     said = ", ".join(
         f"{plain(n)}"
         + (f" x {numbers.given(c.factor)}" if c.factor != 1 else "")
@@ -232,7 +248,10 @@ def _recompute(o: WhatifOptions, budget: Budget, env: Mapping[str, str], say: Sa
         ("TTFT", result.after.ttft_ms, targets.ttft),
         ("end to end", result.after.total_ms, targets.total),
     ]
-    fits = _against_slo(checks, targets.headroom, say, "what if")
+    fits = _against_slo(checks, targets.headroom, say, "what if", result.doubts)
+    if result.read.fails:  # as check fails it: a fit of numbers in doubt is no fit
+        say("in doubt: the data has findings that fail the check (see above)")
+        return 1
     say("fits" if fits else "does not fit")
     return 0 if fits else 1
 
@@ -279,12 +298,16 @@ def _before_after(result: WhatIf, p: str) -> list[str]:
     before, after = result.before, result.after
     lines = [
         f"{p} {label}: {ms(b)} -> {ms(a)} ({signed_ms(a - b)})"
+        + (" - in doubt" if label in result.doubts else "")
         for label, b, a in (
             ("TTFT", before.ttft_ms, after.ttft_ms),
             ("end to end", before.total_ms, after.total_ms),
         )
         if b is not None and a is not None
     ]
-    if before.attainment_pct is not None and after.attainment_pct is not None:
-        lines.append(f"SLO attainment: {pct(before.attainment_pct)} -> {pct(after.attainment_pct)}")
+    doubt = result.doubts.get(ATTAINMENT)
+    if doubt is not None:
+        lines.append(f"{ATTAINMENT}: doubtful ({doubt})")
+    elif before.attainment_pct is not None and after.attainment_pct is not None:
+        lines.append(f"{ATTAINMENT}: {pct(before.attainment_pct)} -> {pct(after.attainment_pct)}")
     return lines

@@ -19,6 +19,7 @@ import pyarrow as pa
 from budgetdiff import numbers
 from budgetdiff.errors import ReadError
 from budgetdiff.formats.native_checks import (
+    StartReading,
     epoch_unit,
     figure,
     impossible_rows,
@@ -26,6 +27,7 @@ from budgetdiff.formats.native_checks import (
     marker_failed,
     median,
     numbers_of,
+    start_unit,
     summary_rows,
     unit_doubts,
 )
@@ -191,18 +193,18 @@ def _run(
     }
     meta: dict[str, str | float] = {"format": NAME, "layout": table.layout}
     output_tokens = _tokens(table, mapping, "output_tokens", source)
-    run_doubts = list(doubts)
     checked = [(u, values[u.column]) for u in _latency_uses(mapping)]
     total = measured.get("total")
-    start, time_doubts = _times(table, mapping, source, ok)
-    run_doubts += time_doubts
-    if total is None and start is not None:
+    run_doubts = list(doubts)
+    if total is None and mapping.one(TIME, "start_time") is not None:
         spanned = _total_from_times(table, mapping, source, slices, where)
         if spanned is not None:
             total, use, said = spanned
             checked.append((use, total))
             run_doubts += said
             notes.append(f"{where}: end to end read as {use.column} (no total column)")
+    start, said = _start(table, mapping, source, ok, (total, slices), where)
+    run_doubts += said
     run_doubts += unit_doubts(checked, ok, output_tokens, where)
     run_doubts += impossible_rows(measured.get("ttft"), total, ok, where)
     itl, itl_doubts = _itl(table, mapping, source, ok, measured.get("ttft"), output_tokens, meta)
@@ -283,19 +285,81 @@ def _tokens(table: Table, mapping: Mapping, target: str, source: str) -> FloatAr
 
 def _times(
     table: Table, mapping: Mapping, source: str, ok: np.ndarray
-) -> tuple[FloatArray | None, list[Doubt]]:
+) -> tuple[FloatArray | None, list[Doubt], bool]:
     """`start_time` in seconds (any origin), with a `units` doubt when its numbers are not
-    seconds (epoch milliseconds read as seconds)."""
+    seconds (epoch milliseconds read as seconds); and whether seconds are only a guess for
+    numbers that are no epoch time (`_start_unit` then asks the requests)."""
     use = mapping.one(TIME, "start_time")
     if use is None:
-        return None, []
+        return None, [], False
     raw = numbers_of(table, use.column, source)
     if raw is None:  # timestamps or ISO text: their unit is their own
-        return start_times(table, use.column, source), []
+        return start_times(table, use.column, source), [], False
     unit, doubts = _time_unit(use, raw)
+    guessed = use.unit_from == GUESSED and epoch_unit(raw) is None
     if pa.types.is_integer(decoded(table.get(use.column)).type):  # subtracted while exact
-        return start_times(table, use.column, source) / PER_SECOND[unit], doubts
-    return raw / PER_SECOND[unit], doubts
+        return start_times(table, use.column, source) / PER_SECOND[unit], doubts, guessed
+    return raw / PER_SECOND[unit], doubts, guessed
+
+
+def _start(
+    table: Table,
+    mapping: Mapping,
+    source: str,
+    ok: BoolArray,
+    whole: tuple[FloatArray | None, dict[str, FloatArray]],
+    where: str,
+) -> tuple[FloatArray | None, list[Doubt]]:
+    """`start_time` in seconds (`_times`); where seconds are only a guess and there is no end
+    time, its unit asked of the requests (`_start_unit`), whose end to end is `whole`: the
+    total, else the sum of the slices."""
+    start, doubts, guessed = _times(table, mapping, source, ok)
+    use = mapping.one(TIME, "start_time")
+    if start is None or use is None or not guessed or mapping.one(TIME, "end_time") is not None:
+        return start, doubts
+    total, slices = whole
+    if total is None and slices:
+        total = np.sum(list(slices.values()), axis=0)
+    start, said = _start_unit(use.column, start, total, ok, where)
+    return start, [*doubts, *said]
+
+
+def _start_unit(
+    column: str, start: FloatArray, total: FloatArray | None, ok: BoolArray, where: str
+) -> tuple[FloatArray, list[Doubt]]:
+    """Start times guessed to be seconds, with no end time: read as milliseconds since the
+    run began where the requests say so (a `units` doubt says it was), named as doubtful where
+    they cannot tell (an informing doubt; the goodput, which the run's span gives, is left
+    out)."""
+    told = start_unit(start, total, ok) if total is not None else None
+    if told is None or told[0] == "s":
+        return start, []
+    unit, as_s, as_ms = told
+    name = cut(column, 80)
+    busy = f"{figure(as_s.in_flight)} requests in flight on average over {_run_span(as_s)}"
+    other = f"{figure(as_ms.in_flight)} over {_run_span(as_ms)}"
+    if unit == "ms":
+        follows = " (each request starting as an earlier one ends)" if as_ms.follows >= 0.5 else ""
+        such = numbers.given(float(median(start[np.isfinite(start)])))
+        message = (
+            f"{where}: {name}: times such as {such} are not seconds: as seconds, {busy}; as "
+            f"milliseconds since the run began, {other}{follows}: read as milliseconds; name "
+            f"the column {cut(column, 60)}_ms to say it"
+        )
+        return start / 1000.0, [Doubt("units", name, message)]
+    message = (
+        f"{where}: {name}: read as seconds (guessed), {busy}; as milliseconds since the run "
+        f"began, {other}: either could be, so the goodput (requests per second of the run) is "
+        f"left out; name the column {cut(column, 60)}_s or {cut(column, 60)}_ms to say which"
+    )
+    return start, [Doubt("units", name, message, fails=False, affects=("start_time",))]
+
+
+def _run_span(r: StartReading) -> str:
+    """The run's span as a reader says it: `41.2 s`, `11.4 h`."""
+    if r.span_s >= 7200:
+        return f"{numbers.num(r.span_s / 3600)} h"
+    return f"{numbers.num(r.span_s)} s"
 
 
 def _time_unit(use: ColumnUse, raw: FloatArray) -> tuple[str, list[Doubt]]:
@@ -425,6 +489,7 @@ def _itl(
                     + ("looks like seconds" if m < 0.1 else "looks like another unit")
                     + "; say the unit in the column's name (such as _s or _ms) or with the "
                     "budget's `unit:`",
+                    affects=("itl",),
                 )
             )
     return itl, doubts

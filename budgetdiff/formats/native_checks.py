@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -220,6 +221,7 @@ def _unit_doubt(where: str, use: ColumnUse, median_ms: float, why: str, looks: s
         f"({how}){why} "
         f"- {looks or 'looks like another unit'}; say the unit in the column's name (such as "
         "_s or _ms) or with the budget's `unit:`",
+        affects=(use.target,) if use.target else (),
     )
 
 
@@ -316,6 +318,7 @@ def impossible_rows(
             f"{source}: {numbers.count(int(bad.sum()))} request(s) end before their first "
             f"token (total below TTFT; first: row {first + 1}): the columns or their units "
             "are not what their names say",
+            affects=("ttft", "total"),
         )
     ]
 
@@ -378,3 +381,59 @@ def numbers_of(table: Table, column: str, source: str) -> FloatArray | None:
     if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind):
         return as_float(table, column, source)
     return None
+
+
+# ---------------------------------------------------------------- a start time's unit
+
+# A `start_time` of plain numbers with no end time and no unit in its name is guessed to be
+# seconds; milliseconds since the run began (0, 12.5, 40, ...) read so would stretch the run a
+# thousandfold. The two readings are told apart by the requests themselves:
+_FOLLOWS = 0.5  # this share of requests starting as an earlier one ends: a closed loop's unit
+_OVERLAP = 0.5  # as seconds, this many requests in flight on average or more: seconds
+_IDLE = 0.002  # as seconds, fewer than this in flight (the server idle 99.8%): milliseconds
+_SAME = 3.0  # one reading's `follows` must be this many times the other's to decide
+START_MIN_REQUESTS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class StartReading:
+    """What start times read in one unit say of the run, with each request's end to end."""
+
+    in_flight: float  # mean requests in flight: their busy time over the run's span (Little)
+    follows: float  # the share of requests that start within a moment of an earlier one's end
+    span_s: float  # first start to last end
+
+
+def _start_reading(start_s: FloatArray, total_s: FloatArray) -> StartReading:
+    ends = start_s + total_s
+    span = float(np.max(ends) - np.min(start_s))
+    ordered = np.sort(ends)
+    before = np.searchsorted(ordered, start_s, side="right") - 1
+    gap = start_s - ordered[np.maximum(before, 0)]
+    moment = max(0.005, 0.01 * float(median(total_s)))  # the harness's turn-around
+    follows = float(np.mean((before >= 0) & (gap <= moment)))
+    in_flight = float(np.sum(total_s)) / span if span > 0 else math.inf
+    return StartReading(in_flight=in_flight, follows=follows, span_s=span)
+
+
+def start_unit(
+    start: FloatArray, total_ms: FloatArray, ok: BoolArray
+) -> tuple[str | None, StartReading, StartReading] | None:
+    """Whether plain-number start times are seconds (`s`), milliseconds since the run began
+    (`ms`) or cannot be told (None), with the run as each reading sees it; None when too few
+    requests have both a start and an end to end to tell."""
+    sel = ok & np.isfinite(start) & np.isfinite(total_ms) & (total_ms > 0)
+    if sel.sum() < START_MIN_REQUESTS:
+        return None
+    total_s = total_ms[sel] / 1000.0
+    as_s = _start_reading(start[sel], total_s)
+    as_ms = _start_reading(start[sel] / 1000.0, total_s)
+    if as_ms.follows >= _FOLLOWS and as_ms.follows >= _SAME * as_s.follows:
+        return "ms", as_s, as_ms
+    if as_s.follows >= _FOLLOWS and as_s.follows >= _SAME * as_ms.follows:
+        return "s", as_s, as_ms
+    if as_s.in_flight >= _OVERLAP:
+        return "s", as_s, as_ms
+    if as_s.in_flight < _IDLE:
+        return "ms", as_s, as_ms
+    return None, as_s, as_ms

@@ -14,7 +14,12 @@ CHANGE_WORDS = {
     "none": "~",
     "inconclusive": "inconclusive",
 }
-STATUS_WORDS = {"ok": "ok", "low_headroom": "low headroom", "breach": "BREACH"}
+STATUS_WORDS = {
+    "ok": "ok",
+    "low_headroom": "low headroom",
+    "breach": "BREACH",
+    "doubtful": "doubtful",
+}
 
 
 def read_as(side: Side) -> str:
@@ -94,9 +99,16 @@ def requests(n: int | None, unit: Unit = Unit.REQUEST) -> str:
 
 
 def headroom(r: Row) -> str:
+    if r.doubt is not None:
+        return doubt(r)
     if r.status is None:
         return ""
     return f"{STATUS_WORDS[r.status]} {room(r.headroom_pct)}"
+
+
+def doubt(r: Row) -> str:
+    """`doubtful (head: the unit of ttft_ms)`: in place of a pass mark, a number in doubt."""
+    return f"{STATUS_WORDS['doubtful']} ({r.doubt})" if r.doubt is not None else ""
 
 
 def room(headroom_pct: float | None) -> str:
@@ -109,6 +121,8 @@ def room(headroom_pct: float | None) -> str:
 
 
 def budget_use(r: Row) -> str:
+    if r.doubt is not None:
+        return doubt(r)
     if r.budget_use_pct is None:
         return ""
     return pct(r.budget_use_pct, 0) + (" OVER" if r.over_budget else "")

@@ -36,11 +36,14 @@ def label(text: str) -> str:
 
 def budget_chart(c: Comparison) -> list[str] | None:
     """The chart's lines (a ```mermaid fence), or None when the data has no parts of the total
-    to draw (aggregate-only files, no slices) or no total SLO to draw them against."""
+    to draw (aggregate-only files, no slices), no total SLO to draw them against, or parts in
+    doubt (`Row.doubt`)."""
     total = next((r for r in c.slo if r.name == "total"), None)
     slices = [r for r in c.slices if r.part_ms is not None]
     if total is None or total.target_ms is None or not slices:
         return None
+    if total.doubt is not None or any(r.doubt is not None for r in slices):
+        return None  # parts in doubt drawn against the SLO would be a pass mark of their own
     p = percentile(c.percentile)
     slo = total.target_ms
     # the numbers after `:` are the chart's coordinates (whole ms), not text a reader sees

@@ -185,6 +185,7 @@ def _slo(r: Row) -> dict[str, Any]:
         **_common(r),
         "headroom_pct": _f(r.headroom_pct),
         "status": r.status,
+        "doubt": r.doubt,
     }
 
 
@@ -199,6 +200,7 @@ def _slice(r: Row) -> dict[str, Any]:
         "tail_change_ms": _f(r.tail_change_ms),
         "part_ms": _f(r.part_ms),
         "base_part_ms": _f(r.base_part_ms),
+        "doubt": r.doubt,
     }
 
 

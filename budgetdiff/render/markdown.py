@@ -35,7 +35,12 @@ GITHUB_COMMENT_LIMIT = 65_536
 ICON = {Verdict.PASS: "✅", Verdict.WARN: "⚠️", Verdict.FAIL: "❌"}
 # `~` is the terminal's short word; in the comment it is said
 CHANGE_WORDS = {**cells.CHANGE_WORDS, Change.NONE: "no clear change"}
-STATUS_ICON = {Status.OK: "✅", Status.LOW_HEADROOM: "⚠️", Status.BREACH: "❌"}
+STATUS_ICON = {
+    Status.OK: "✅",
+    Status.LOW_HEADROOM: "⚠️",
+    Status.BREACH: "❌",
+    Status.DOUBTFUL: "❓",
+}
 
 
 def render_markdown(
@@ -179,7 +184,7 @@ def _slo_table(c: Comparison) -> list[str]:
     body = [
         [
             *_measured(r, compare, c.unit),
-            f"{STATUS_ICON[r.status]} {cells.room(r.headroom_pct)}" if r.status else "",
+            _standing(r),
         ]
         for r in c.slo
     ]
@@ -203,12 +208,31 @@ def _slice_table(c: Comparison, rows: list[Row]) -> list[str]:
         [
             *_measured(r, compare, c.unit),
             cells.part(r),
-            ("❌ " if r.over_budget else "") + cells.budget_use(r).replace(" OVER", ""),
+            _use(r),
             md(cells.share(r)),
         ]
         for r in rows
     ]
     return _table(head, body, "lrrrlrrr" if compare else "lrrrrr")
+
+
+def _standing(r: Row) -> str:
+    """An SLO row's headroom with its mark, or the doubt in its place."""
+    if r.doubt is not None:
+        return _doubt(r)
+    return f"{STATUS_ICON[r.status]} {cells.room(r.headroom_pct)}" if r.status else ""
+
+
+def _use(r: Row) -> str:
+    """A slice's budget use with its mark, or the doubt in its place."""
+    if r.doubt is not None:
+        return _doubt(r)
+    return ("❌ " if r.over_budget else "") + cells.budget_use(r).replace(" OVER", "")
+
+
+def _doubt(r: Row) -> str:
+    """`❓ doubtful (head: the unit of ttft_ms)`, or nothing for a row not in doubt."""
+    return f"{STATUS_ICON[Status.DOUBTFUL]} {md(cells.doubt(r), 200)}" if r.doubt else ""
 
 
 def _measured(r: Row, compare: bool, unit: Unit) -> list[str]:

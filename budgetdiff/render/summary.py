@@ -59,6 +59,8 @@ def _at_risk(row: Row | None, p: str, say: Escape, workloads: bool) -> str:
     if row.status == Status.BREACH:
         over = (row.head_ms or 0) - (row.target_ms or 0)
         return f"{_capital(say(row.label))} {p} {ms(row.head_ms)}, over its target by {ms(over)}"
+    if row.status == Status.DOUBTFUL:
+        return f"{_capital(say(row.label))} {p} {ms(row.head_ms)}, in doubt"
     change = (
         f"{signed_ms(row.delta_ms)} ({pct(row.delta_pct, 0, signed=True)})"
         if row.change == Change.REGRESSION and row.delta_ms is not None and not workloads

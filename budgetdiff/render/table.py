@@ -11,7 +11,7 @@ from budgetdiff.render.agent import text_section
 from budgetdiff.render.fit import DEFAULT_WIDTH, Column, column, prose, table
 from budgetdiff.render.summary import sentence
 from budgetdiff.render.text import plain
-from budgetdiff.results import Comparison, Row, Unit
+from budgetdiff.results import Comparison, Finding, Row, Unit
 
 if TYPE_CHECKING:  # render reads the Report; report.py calls render
     from budgetdiff.report import Report, Scenario
@@ -41,9 +41,7 @@ def _scenario(s: Scenario, width: int | None, *, several: bool) -> list[str]:
     if s.findings:
         out.append("")
         for f in s.findings:
-            out += prose(
-                f"{'FAIL' if f.fails else 'warn'} {f.kind}: {plain(f.message, 400)}", width
-            )
+            out += prose(finding_line(f), width)
     if c.fix_first:
         out += [
             "",
@@ -65,6 +63,11 @@ def _scenario(s: Scenario, width: int | None, *, several: bool) -> list[str]:
         for n in notes:
             out += prose(f"- {plain(n, 300)}", width, indent="  ")
     return out
+
+
+def finding_line(f: Finding) -> str:
+    """`FAIL units: head.csv: ttft_ms: median 0.28 read as ms ...`: a finding in one line."""
+    return f"{'FAIL' if f.fails else 'warn'} {f.kind}: {plain(f.message, 400)}"
 
 
 def _counts(c: Comparison) -> str:

@@ -26,7 +26,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("results", ("results", "agent_results")),
     ("compute", ("pairing", "prepare", "attribution", "whatif", "rebudget", "rows", "compare",
                  "aggregate", "history", "agent")),
-    ("judge", ("judge", "agent_judge")),
+    ("judge", ("judge", "agent_judge", "doubts")),
     ("render", ("render",)),
     ("report", ("report",)),
     ("github", ("github",)),
