@@ -492,31 +492,82 @@ def test_guidellm_sample_large_enough_is_read_per_request_with_a_note(
     assert any("too few for p99" in n for n in report["notes"])
 
 
-def test_guidellm_leaves_out_warm_up_and_cool_down_as_its_statistics_do() -> None:
-    """GuideLLM >= 0.5 lists every request; its statistics count those in the measured period."""
-    path = GUIDELLM / "guidellm_warmup_cooldown_benchmarks.json"
+GUIDELLM_WARMUP = GUIDELLM / "guidellm_v0_5_warmup_cooldown_benchmarks"  # .json and .yaml
+
+
+def test_guidellm_leaves_out_warm_up_and_cool_down_as_its_statistics_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GuideLLM 0.5.0 run with `--warmup 0.1 --cooldown 0.1`: its lists hold every request
+    (57 successful, 3 errored), its statistics count those in the measured period."""
+    path = GUIDELLM_WARMUP.with_suffix(".json")
     bench = json.loads(path.read_text())["benchmarks"][0]
     metrics, scheduler = bench["metrics"], bench["scheduler_metrics"]
-    listed = bench["requests"]["successful"]
     start, end = scheduler["measure_start_time"], scheduler["measure_end_time"]
-    counted = [
-        r for r in listed if r["request_end_time"] >= start and r["request_start_time"] <= end
-    ]
-    assert (len(listed), len(counted)) == (100, 88)
-    run = _only(guidellm, path)
-    assert run.n == metrics["request_totals"]["successful"] == 88
-    assert run.ttft is not None and run.total is not None
-    # GuideLLM's means are exact; all 100 listed requests would give another one
-    ttft = metrics["time_to_first_token_ms"]["successful"]
-    assert np.mean(run.ttft) == pytest.approx(ttft["mean"], rel=1e-9)
-    assert np.mean([r["time_to_first_token_ms"] for r in listed]) != pytest.approx(ttft["mean"])
-    latency = metrics["request_latency"]["successful"]
-    assert np.mean(run.total) == pytest.approx(latency["mean"] * 1000, rel=1e-9)
-    assert np.sort(run.ttft)[-1] == ttft["max"] and np.sort(run.ttft)[0] == ttft["min"]
-    note = run.meta["note"]
+
+    def counted(status: str) -> list[dict[str, float]]:
+        return [
+            r
+            for r in bench["requests"][status]
+            if r["request_end_time"] >= start and r["request_start_time"] <= end
+        ]
+
+    listed = bench["requests"]["successful"]
+    assert (len(listed), len(bench["requests"]["errored"])) == (57, 3)
+    totals = metrics["request_totals"]
+    assert (len(counted("successful")), len(counted("errored"))) == (48, 2)
+    assert (totals["successful"], totals["errored"]) == (48, 2)
+    got = _only(guidellm, path)
+    assert got.n == 50 and got.ok is not None and int(got.ok.sum()) == 48
+    assert got.ttft is not None and got.total is not None
+    ok = got.ok
+    # the same requests as GuideLLM's: its means, and its percentiles (the nearest rank,
+    # numpy's inverted_cdf, is how GuideLLM 0.5 takes them), come back exactly
+    for metric, values, scale in (
+        ("time_to_first_token_ms", got.ttft[ok], 1.0),
+        ("request_latency", got.total[ok], 1000.0),
+    ):
+        own = metrics[metric]["successful"]
+        assert own["count"] == 48
+        assert np.mean(values) == pytest.approx(own["mean"] * scale, rel=1e-9)
+        for q in (90.0, 95.0, 99.0):
+            want = own["percentiles"][f"p{q:g}"] * scale
+            assert np.percentile(values, q, method="inverted_cdf") == pytest.approx(want)
+    # all 57 listed would give another mean
+    every = np.mean([r["time_to_first_token_ms"] for r in listed])
+    assert every != pytest.approx(metrics["time_to_first_token_ms"]["successful"]["mean"])
+    note = got.meta["note"]
     assert (
-        isinstance(note, str) and "12 of the 100 listed requests ran in GuideLLM's warm-up" in note
+        isinstance(note, str) and "10 of the 60 listed requests ran in GuideLLM's warm-up" in note
     )
+    # the report's p95 (budgetdiff's linear interpolation) is within 0.5% of GuideLLM's own
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["requests"]["head"] == 50 and report["failed"]["head"] == 2
+    rows = {r["metric"]: r["head_ms"] for r in report["slo"]}
+    own_ttft = metrics["time_to_first_token_ms"]["successful"]["percentiles"]["p95"]
+    own_total = metrics["request_latency"]["successful"]["percentiles"]["p95"] * 1000
+    assert rows["ttft"] == pytest.approx(own_ttft, rel=0.005)
+    assert rows["total"] == pytest.approx(own_total, rel=0.005)
+
+
+def test_guidellm_yaml_output_of_the_same_run_reads_as_its_json() -> None:
+    """GuideLLM 0.5 writes YAML with `yaml.dump` (keys sorted: `metadata` and `type_` come
+    last, past the sniffed head): detected, and the same requests and numbers as the JSON."""
+    from_json = _only(guidellm, GUIDELLM_WARMUP.with_suffix(".json"))
+    from_yaml = _only(guidellm, GUIDELLM_WARMUP.with_suffix(".yaml"))
+    assert from_yaml.n == from_json.n == 50
+    for name in ("ttft", "total", "ok", "start_time", "output_tokens", "request_id"):
+        np.testing.assert_array_equal(getattr(from_yaml, name), getattr(from_json, name))
+    for name in from_json.slices:
+        np.testing.assert_array_equal(from_yaml.slices[name], from_json.slices[name])
+    same = {k: v for k, v in from_json.meta.items() if k != "note"}
+    assert {k: v for k, v in from_yaml.meta.items() if k != "note"} == same
+    assert same["tool_version"] == "0.5.0"
 
 
 def test_guidellm_yaml_report_reads_as_its_json_twin() -> None:
