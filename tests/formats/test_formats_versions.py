@@ -555,6 +555,45 @@ def test_guidellm_leaves_out_warm_up_and_cool_down_as_its_statistics_do(
     assert rows["total"] == pytest.approx(own_total, rel=0.005)
 
 
+def test_guidellm_0_8_counts_the_requests_of_request_totals() -> None:
+    """GuideLLM 0.8.1, the same run: 60 listed, 49 counted. 0.8 windows TTFT by the first
+    token, not the request's end (`GenerativeMetrics.compile`): one request whose first token
+    came before the measured period counts in `request_totals` and `request_latency` but not in
+    `time_to_first_token_ms` (46 of 47). budgetdiff keeps one set of requests, request_totals'."""
+    path = GUIDELLM / "guidellm_v0_8_warmup_cooldown_benchmarks.json"
+    bench = json.loads(path.read_text())["benchmarks"][0]
+    metrics, scheduler = bench["metrics"], bench["scheduler_metrics"]
+    start, end = scheduler["measure_start_time"], scheduler["measure_end_time"]
+    listed = bench["requests"]["successful"]
+    assert (len(listed), len(bench["requests"]["errored"])) == (58, 2)
+    totals = metrics["request_totals"]
+    assert (totals["successful"], totals["errored"]) == (47, 2)
+    got = _only(guidellm, path)
+    assert got.n == 49 and got.ok is not None and int(got.ok.sum()) == 47
+    assert got.meta["tool_version"] == "0.8.1" and got.meta["schema"] == "v2"
+    assert got.ttft is not None and got.total is not None
+    latency = metrics["request_latency"]["successful"]
+    assert latency["count"] == 47
+    total = got.total[got.ok]
+    assert np.mean(total) == pytest.approx(latency["mean"] * 1000, rel=1e-9)
+    for q in (50.0, 90.0, 95.0, 99.0):  # nearest rank, as GuideLLM takes them
+        want = latency["percentiles"][f"p{q:g}"] * 1000
+        assert np.percentile(total, q, method="inverted_cdf") == pytest.approx(want)
+    # TTFT: GuideLLM's own set is the requests whose first token is in the measured period
+    ttft = metrics["time_to_first_token_ms"]["successful"]
+    first = [
+        r["time_to_first_token_ms"]
+        for r in listed
+        if r["info"]["timings"]["first_token_iteration"] >= start and r["request_start_time"] <= end
+    ]
+    assert ttft["count"] == len(first) == 46
+    assert np.mean(first) == pytest.approx(ttft["mean"], rel=1e-9)
+    # budgetdiff's 47 give GuideLLM's p95 within 0.5% all the same
+    assert np.percentile(got.ttft[got.ok], 95) == pytest.approx(
+        ttft["percentiles"]["p95"], rel=0.005
+    )
+
+
 def test_guidellm_yaml_output_of_the_same_run_reads_as_its_json() -> None:
     """GuideLLM 0.5 writes YAML with `yaml.dump` (keys sorted: `metadata` and `type_` come
     last, past the sniffed head): detected, and the same requests and numbers as the JSON."""
