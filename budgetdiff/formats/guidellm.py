@@ -307,6 +307,14 @@ def _from_metrics(
             for k, q in sorted(_PERCENTILES.items(), key=lambda item: item[1])
             if k in table
         }
+        if 50.0 not in values and "median" in successful:  # 0.3 keeps p50 as `median` only
+            median = number(
+                successful["median"],
+                f"{where}.metrics.{metric}.successful.median",
+                ctx,
+                latency=True,
+            )
+            values = dict(sorted({**values, 50.0: median * scale}.items()))
         for name in names:
             summary[name] = dict(values)
     good, bad = totals

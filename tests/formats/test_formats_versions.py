@@ -624,6 +624,26 @@ def test_guidellm_yaml_report_reads_as_its_json_twin() -> None:
         and from_yaml.summary["ttft"][99.0] == own["p99"]
     )
     assert "holds 1 of the 46" in str(from_yaml.meta["note"])
+    # 0.3 keeps the 50th percentile as `median` only, not in `percentiles`: read from there
+    ttft = doc["benchmarks"][0]["metrics"]["time_to_first_token_ms"]["successful"]
+    assert "p50" not in ttft["percentiles"]
+    assert from_yaml.summary["ttft"][50.0] == from_json.summary["ttft"][50.0] == ttft["median"]
+
+
+def test_aggregate_guidellm_shows_its_p50_beside_the_budgets_percentile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = GUIDELLM / "guidellm_v0_3_benchmarks_stripped.yaml"
+    doc = json.loads((GUIDELLM / "guidellm_v0_3_benchmarks_stripped.json").read_text())
+    ttft = doc["benchmarks"][0]["metrics"]["time_to_first_token_ms"]["successful"]
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    report = json.loads(run(argv, capsys)[1])
+    (shown,) = [n for n in report["notes"] if n.startswith(f"head {path}")]
+    ttft_part = shown.split("; ")[0]
+    for q, value in (("p50", ttft["median"]), ("p90", ttft["percentiles"]["p90"])):
+        assert f"{q} {value:.1f} ms" in ttft_part
 
 
 def test_yaml_anchors_are_refused_not_expanded() -> None:
