@@ -9,6 +9,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+import yaml
 
 from budgetdiff.errors import InputError
 from budgetdiff.formats import (
@@ -659,6 +660,63 @@ def test_inference_perf_report_kept_as_yaml_reads_as_its_json_twin() -> None:
     assert from_yaml.summary == from_json.summary and from_yaml.summary
     assert from_yaml.summary_count == from_json.summary_count == 38717
     assert from_yaml.meta == from_json.meta
+
+
+INFERENCE_PERF_07 = SAMPLES / "inference-perf" / "inference_perf_v0_7"
+
+
+def test_inference_perf_counts_its_failures_among_the_requests() -> None:
+    """inference-perf 0.7.0, 60 requests of which 5 failed (the server's 500s): 60 requests,
+    not the 55 of `successes.count`, as every other reader counts them."""
+    path = Path(f"{INFERENCE_PERF_07}_stage_0_lifecycle_metrics.json")
+    doc = json.loads(path.read_text())
+    assert (doc["successes"]["count"], doc["failures"]["count"]) == (55, 5)
+    assert doc["load_summary"]["count"] == 60
+    agg = _only(inference_perf, path)
+    assert agg.summary_count == 60 and agg.meta["failures"] == 5
+
+
+def test_inference_perf_benchmark_report_yaml_reads_as_its_json_twin() -> None:
+    """From 0.7 inference-perf writes each stage also as an llm-d benchmark report (BR 0.2.1,
+    YAML): the same numbers as the stage's JSON, in seconds with their units, and more
+    percentiles (p0p1 ... p99p9)."""
+    yaml_path = Path(f"{INFERENCE_PERF_07}_partial_stage_0.yaml")
+    json_path = Path(f"{INFERENCE_PERF_07}_stage_0_lifecycle_metrics.json")
+    from_yaml, from_json = _only(inference_perf, yaml_path), _only(inference_perf, json_path)
+    assert from_yaml.summary_count == from_json.summary_count == 60
+    assert from_yaml.meta["failures"] == from_json.meta["failures"] == 5
+    assert from_yaml.scenario == from_json.scenario == "stage 0"
+    assert from_yaml.meta["schema"] == "llm-d benchmark report 0.2.1"
+    assert (
+        set(from_yaml.summary)
+        == set(from_json.summary)
+        == {
+            "ttft",
+            "first_token",
+            "total",
+            "itl",
+            "tpot",
+        }
+    )
+    latency = json.loads(json_path.read_text())["successes"]["latency"]
+    for name, metric in (("ttft", "time_to_first_token"), ("total", "request_latency")):
+        for q, key in ((50.0, "median"), (90.0, "p90"), (95.0, "p95"), (99.0, "p99")):
+            want = latency[metric][key] * 1000
+            assert from_yaml.summary[name][q] == from_json.summary[name][q] == want
+    assert {0.1, 1.0, 5.0, 25.0, 75.0, 99.9} <= set(from_yaml.summary["ttft"])
+
+
+def test_inference_perf_benchmark_report_units_are_read_not_assumed() -> None:
+    path = Path(f"{INFERENCE_PERF_07}_partial_stage_0.yaml")
+    doc = yaml.safe_load(path.read_text())
+    ttft = doc["results"]["request_performance"]["aggregate"]["latency"]["time_to_first_token"]
+    want = ttft["p95"] * 1000
+    ttft.update({k: v * 1000 for k, v in ttft.items() if k != "units"}, units="ms")
+    got = inference_perf.read(yaml.safe_dump(doc).encode(), "br.yaml", OPTS)[0]
+    assert got.summary["ttft"][95.0] == pytest.approx(want)
+    ttft["units"] = "minutes"
+    with pytest.raises(InputError, match=r"time_to_first_token\.units is 'minutes'"):
+        inference_perf.read(yaml.safe_dump(doc).encode(), "br.yaml", OPTS)
 
 
 # ---------------------------------------------------------------- inference-perf's TPOT
