@@ -78,8 +78,8 @@ def _fail(source: str, message: str) -> ReadError:
 
 
 def sniff(head: bytes, name: str) -> bool:
-    """A per-request lifecycle list, or a report object that starts with `load_summary` (in
-    JSON, or kept as YAML)."""
+    """A per-request lifecycle list, a report object that starts with `load_summary` (in
+    JSON, or kept as YAML), or an llm-d benchmark report 0.2 (YAML) with request results."""
     if head.lstrip().startswith(b"{") and _LOAD_SUMMARY.search(head):
         return _SUCCESSES.search(head) is not None or len(head) >= 65536
     if _BR_VERSION.match(head.lstrip()):
@@ -362,9 +362,10 @@ def _benchmark_report(doc: dict[str, Any], source: str) -> Run:
         if stats is None:
             continue
         values = _br_percentiles(stats, source, f"{where}.latency.{key}")
+        if not values:  # a mean only
+            continue
         for target in targets:
-            if values:
-                summary.setdefault(target, values)
+            summary.setdefault(target, values)
     if not summary:
         raise _fail(
             source,
@@ -385,6 +386,14 @@ def _benchmark_report(doc: dict[str, Any], source: str) -> Run:
         "side": "client",
         "schema": f"llm-d benchmark report {version if isinstance(version, str) else '0.2'}",
     }
+    # llm-d's own reports name the load generator (inference-perf's partial leaves it out)
+    scenario = doc.get("scenario")
+    load = scenario.get("load") if isinstance(scenario, dict) else None
+    tool = load.get("standardized") if isinstance(load, dict) else None
+    for name in ("tool", "tool_version"):
+        value = tool.get(name) if isinstance(tool, dict) else None
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            meta[name] = str(value)
     failed = finite(requests.get("failures"))
     if failed is not None:
         meta["failures"] = failed

@@ -714,6 +714,10 @@ def test_inference_perf_benchmark_report_units_are_read_not_assumed() -> None:
     ttft.update({k: v * 1000 for k, v in ttft.items() if k != "units"}, units="ms")
     got = inference_perf.read(yaml.safe_dump(doc).encode(), "br.yaml", OPTS)[0]
     assert got.summary["ttft"][95.0] == pytest.approx(want)
+    # llm-d's own reports name the load generator under `scenario.load.standardized`
+    doc["scenario"] = {"load": {"standardized": {"tool": "guidellm", "tool_version": "0.5.0"}}}
+    got = inference_perf.read(yaml.safe_dump(doc).encode(), "br.yaml", OPTS)[0]
+    assert (got.meta["tool"], got.meta["tool_version"]) == ("guidellm", "0.5.0")
     ttft["units"] = "minutes"
     with pytest.raises(InputError, match=r"time_to_first_token\.units is 'minutes'"):
         inference_perf.read(yaml.safe_dump(doc).encode(), "br.yaml", OPTS)
