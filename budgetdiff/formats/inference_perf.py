@@ -380,6 +380,20 @@ def _benchmark_report(doc: dict[str, Any], source: str) -> Run:
             f"'{where}.requests.total' is {_shown(requests.get('total'))}, expected a number "
             "of requests",
         )
+    meta = _br_meta(doc, requests)
+    stage = _STAGE.search(source.rsplit("/", 1)[-1])
+    return Run(
+        source=source,
+        n=0,
+        summary=summary,
+        summary_count=int(total),  # BR's total counts the failures too
+        scenario=f"stage {stage.group(1)}" if stage else None,
+        meta=meta,
+    )
+
+
+def _br_meta(doc: dict[str, Any], requests: dict[str, Any]) -> dict[str, str | float]:
+    """The schema, the load generator where the report names it, and the failures."""
     version = doc.get("version")
     meta: dict[str, str | float] = {
         "format": NAME,
@@ -397,15 +411,7 @@ def _benchmark_report(doc: dict[str, Any], source: str) -> Run:
     failed = finite(requests.get("failures"))
     if failed is not None:
         meta["failures"] = failed
-    stage = _STAGE.search(source.rsplit("/", 1)[-1])
-    return Run(
-        source=source,
-        n=0,
-        summary=summary,
-        summary_count=int(total),  # BR's total counts the failures too
-        scenario=f"stage {stage.group(1)}" if stage else None,
-        meta=meta,
-    )
+    return meta
 
 
 def _br_percentiles(stats: Any, source: str, where: str) -> dict[float, float]:
