@@ -213,12 +213,13 @@ def check_bounds(run: Run) -> None:
     _check_per_request(run)
     if run.duration_s is not None and (run.duration_s < 0 or run.duration_s > MAX_SECONDS):
         raise _refused(run, "the duration", None, run.duration_s, "not a benchmark's duration (s)")
-    if run.summary_count is not None and not 0 <= run.summary_count <= MAX_COUNT:
-        raise _refused(run, "the request count", None, run.summary_count, _COUNT)
+    # the file's own counts first: a reader's request count may be made from them
     for key in _META_COUNTS:
         value = run.meta.get(key)
         if isinstance(value, int | float) and not 0 <= value <= MAX_COUNT:
             raise _refused(run, f"the {key} count", None, value, _COUNT)
+    if run.summary_count is not None and not 0 <= run.summary_count <= MAX_COUNT:
+        raise _refused(run, "the request count", None, run.summary_count, _COUNT)
     for name, by_pct in run.summary.items():
         for pct, value in by_pct.items():
             if np.isfinite(value) and abs(value) > MAX_MS:

@@ -51,10 +51,15 @@ HINT = "a GuideLLM `benchmarks.json` file"
 
 _BENCHMARKS = re.compile(rb'"benchmarks"\s*:\s*\[')
 _GUIDELLM_ANY = re.compile(rb'"guidellm_version"\s*:|"generative_benchmark"')
-# the same in GuideLLM's YAML output (`--output-path benchmarks.yaml`)
+# the same in GuideLLM's YAML output (`--output-path benchmarks.yaml`). From 0.5 GuideLLM
+# writes it with `yaml.dump`, keys sorted: `metadata` and each benchmark's `type_` come after
+# the requests, past the sniffed head; the scheduler's module and GuideLLM's own name for the
+# 0.1th percentile (`p001`) come before them
 _YAML_BENCHMARKS = re.compile(rb"^benchmarks:[ \t]*\r?$", re.MULTILINE)
 _YAML_ANY = re.compile(
-    rb"^\s*(?:guidellm_version:|-?\s*type_:\s*generative_benchmark\b)", re.MULTILINE
+    rb"^\s*(?:guidellm_version:|-?\s*type_:\s*generative_benchmark\b"
+    rb"|module:\s*guidellm\.|p001:)",
+    re.MULTILINE,
 )
 # GuideLLM's percentile keys: p001 is the 0.1th, p999 the 99.9th
 _PERCENTILES = {"p01": 1.0, "p05": 5.0, "p10": 10.0, "p25": 25.0, "p50": 50.0, "p75": 75.0}
@@ -302,6 +307,14 @@ def _from_metrics(
             for k, q in sorted(_PERCENTILES.items(), key=lambda item: item[1])
             if k in table
         }
+        if 50.0 not in values and "median" in successful:  # 0.3 keeps p50 as `median` only
+            median = number(
+                successful["median"],
+                f"{where}.metrics.{metric}.successful.median",
+                ctx,
+                latency=True,
+            )
+            values = dict(sorted({**values, 50.0: median * scale}.items()))
         for name in names:
             summary[name] = dict(values)
     good, bad = totals

@@ -8,8 +8,12 @@
   end of the stream); a request without two token times has none, as in inference-perf;
 - `stage_N_lifecycle_metrics.json` / `summary_lifecycle_metrics.json` (client-side percentiles
   under `successes.latency`) and `*_prometheus_metrics.json` (the server's percentiles directly
-  under `successes`): an aggregate Run (n == 0) with `summary` {name: {percentile: ms}}.
-A stage is a scenario named after its load (`rate 10/s`).
+  under `successes`): an aggregate Run (n == 0) with `summary` {name: {percentile: ms}};
+- `inference-perf.partial.stage_N.yaml` (from 0.7, beside the JSON reports of every stage):
+  the same stage's numbers as the llm-d benchmark report (BR 0.2), the schema llm-d keeps its
+  runs in: `results.request_performance.aggregate.latency.<metric>` with its `units` and
+  `p0p1` ... `p99p9`, `requests.total` / `failures`; an aggregate Run as the JSON one.
+A stage is a scenario named after its load (`rate 10/s`), or its number (`stage 0`).
 """
 
 from __future__ import annotations
@@ -57,7 +61,14 @@ _LOAD_SUMMARY = re.compile(rb'"load_summary"\s*:\s*\{')
 _SUCCESSES = re.compile(rb'"successes"\s*:\s*\{')
 _YAML_LOAD_SUMMARY = re.compile(rb"(?:---\s*\n)?load_summary:[ \t]*\r?\n")
 _YAML_SUCCESSES = re.compile(rb"^successes:[ \t]*\r?$", re.MULTILINE)
-_STAGE = re.compile(r"stage_(\d+)_")
+_STAGE = re.compile(r"stage_(\d+)[_.]")
+# the llm-d benchmark report: `version: 0.2.1` at the top, its results further down
+_BR_VERSION = re.compile(rb"\A(?:---\s*\n)?version:[ \t]*['\"]?0\.2(?:\.\d+)?['\"]?[ \t]*\r?\n")
+_BR_RESULTS = re.compile(rb"^[ \t]+request_performance:[ \t]*\r?$", re.MULTILINE)
+# BR latency metric -> summary names (its normalized_time_per_output_token has no counterpart)
+BR_LATENCY: dict[str, tuple[str, ...]] = LIFECYCLE
+_BR_UNITS = {"s": 1000.0, "ms": 1.0, "s/token": 1000.0, "ms/token": 1.0}
+_BR_PCT = re.compile(r"^p(\d+)(?:p(\d+))?$")  # p99p9 is the 99.9th
 _ID = re.compile(r'"id"\s*:\s*"([^"]+)"')
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)$")
 
@@ -67,10 +78,12 @@ def _fail(source: str, message: str) -> ReadError:
 
 
 def sniff(head: bytes, name: str) -> bool:
-    """A per-request lifecycle list, or a report object that starts with `load_summary` (in
-    JSON, or kept as YAML)."""
+    """A per-request lifecycle list, a report object that starts with `load_summary` (in
+    JSON, or kept as YAML), or an llm-d benchmark report 0.2 (YAML) with request results."""
     if head.lstrip().startswith(b"{") and _LOAD_SUMMARY.search(head):
         return _SUCCESSES.search(head) is not None or len(head) >= 65536
+    if _BR_VERSION.match(head.lstrip()):
+        return _BR_RESULTS.search(head) is not None
     if _YAML_LOAD_SUMMARY.match(head.lstrip()):
         return _YAML_SUCCESSES.search(head) is not None or len(head) >= 65536
     if _PER_REQUEST.match(head):
@@ -84,10 +97,13 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
         return [_per_request(doc, source)]
     if isinstance(doc, dict) and "successes" in doc:
         return [_aggregate(doc, source)]
+    if isinstance(doc, dict) and isinstance(doc.get("results"), dict):
+        return [_benchmark_report(doc, source)]
     raise _fail(
         source,
-        "expected per_request_lifecycle_metrics.json (a list of requests) or a "
-        "*_lifecycle_metrics.json / *_prometheus_metrics.json report (with 'successes')",
+        "expected per_request_lifecycle_metrics.json (a list of requests), a "
+        "*_lifecycle_metrics.json / *_prometheus_metrics.json report (with 'successes') or "
+        "an llm-d benchmark report (with 'results')",
     )
 
 
@@ -319,8 +335,104 @@ def _aggregate(doc: dict[str, Any], source: str) -> Run:
         source=source,
         n=0,
         summary=summary,
-        summary_count=int(count),
+        summary_count=int(count + (failed or 0.0)),  # every request, as the other readers
         scenario=scenario,
         duration_s=duration,
         meta=meta,
     )
+
+
+# ---------------------------------------------------------------- llm-d benchmark report
+
+
+def _benchmark_report(doc: dict[str, Any], source: str) -> Run:
+    """BR 0.2: `results.request_performance.aggregate`, each latency with its own `units`."""
+    where = "results.request_performance.aggregate"
+    aggregate: Any = doc
+    for part in where.split("."):
+        aggregate = aggregate.get(part) if isinstance(aggregate, dict) else None
+    if not isinstance(aggregate, dict):
+        raise _fail(source, f"{where!r} is missing: this benchmark report holds no results")
+    latency = aggregate.get("latency")
+    if not isinstance(latency, dict):
+        raise _fail(source, f"'{where}.latency' is missing or not an object")
+    summary: dict[str, dict[float, float]] = {}
+    for key, targets in BR_LATENCY.items():
+        stats = latency.get(key)
+        if stats is None:
+            continue
+        values = _br_percentiles(stats, source, f"{where}.latency.{key}")
+        if not values:  # a mean only
+            continue
+        for target in targets:
+            summary.setdefault(target, values)
+    if not summary:
+        raise _fail(
+            source,
+            f"no latency percentiles under '{where}.latency' (looked for {', '.join(BR_LATENCY)})",
+        )
+    requests = aggregate.get("requests")
+    requests = requests if isinstance(requests, dict) else {}
+    total = finite(requests.get("total"))
+    if total is None or total < 0:
+        raise _fail(
+            source,
+            f"'{where}.requests.total' is {_shown(requests.get('total'))}, expected a number "
+            "of requests",
+        )
+    meta = _br_meta(doc, requests)
+    stage = _STAGE.search(source.rsplit("/", 1)[-1])
+    return Run(
+        source=source,
+        n=0,
+        summary=summary,
+        summary_count=int(total),  # BR's total counts the failures too
+        scenario=f"stage {stage.group(1)}" if stage else None,
+        meta=meta,
+    )
+
+
+def _br_meta(doc: dict[str, Any], requests: dict[str, Any]) -> dict[str, str | float]:
+    """The schema, the load generator where the report names it, and the failures."""
+    version = doc.get("version")
+    meta: dict[str, str | float] = {
+        "format": NAME,
+        "side": "client",
+        "schema": f"llm-d benchmark report {version if isinstance(version, str) else '0.2'}",
+    }
+    # llm-d's own reports name the load generator (inference-perf's partial leaves it out)
+    scenario = doc.get("scenario")
+    load = scenario.get("load") if isinstance(scenario, dict) else None
+    tool = load.get("standardized") if isinstance(load, dict) else None
+    for name in ("tool", "tool_version"):
+        value = tool.get(name) if isinstance(tool, dict) else None
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            meta[name] = str(value)
+    failed = finite(requests.get("failures"))
+    if failed is not None:
+        meta["failures"] = failed
+    return meta
+
+
+def _br_percentiles(stats: Any, source: str, where: str) -> dict[float, float]:
+    """`p50`, `p0p1` (the 0.1th), `p99p9` ... in milliseconds, scaled by the metric's units."""
+    if not isinstance(stats, dict):
+        raise _fail(source, f"{where} is {type(stats).__name__}, expected percentiles")
+    units = stats.get("units")
+    scale = _BR_UNITS.get(units) if isinstance(units, str) else None
+    if scale is None:
+        raise _fail(
+            source,
+            f"{where}.units is {_shown(units)}, expected one of {', '.join(_BR_UNITS)}",
+        )
+    out: dict[float, float] = {}
+    for key, value in stats.items():
+        m = _BR_PCT.match(key)
+        if m is None or value is None:
+            continue
+        pct = float(f"{m.group(1)}.{m.group(2) or 0}")
+        number = finite(value)
+        if number is None or number < 0:
+            raise _fail(source, f"{where}.{key} is {_shown(value)}, expected a finite number >= 0")
+        out[pct] = number * scale
+    return dict(sorted(out.items()))

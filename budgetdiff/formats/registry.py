@@ -75,7 +75,8 @@ READERS = (
     _reader("genai-perf", "profile export"),
     _reader("llmperf", "individual responses"),
     _reader("guidellm", "benchmarks", text=rb"^benchmarks:"),  # its YAML output too
-    _reader("inference-perf", "lifecycle metrics", text=rb"^load_summary:"),  # and as YAML
+    # and as YAML, and the llm-d benchmark report (BR 0.2) it writes beside them
+    _reader("inference-perf", "lifecycle metrics", text=rb"^(?:load_summary|version):"),
     _reader("agent-traces", "OTLP/JSON GenAI agent spans"),
     _reader("otlp", "OTLP/JSON"),
     _reader("otel-console", "ConsoleSpanExporter"),

@@ -38,8 +38,11 @@ def expected_format(path: Path) -> str | None:
         return "agent-traces"
     if path.suffix == ".prom":
         return "prometheus"
-    if "inference-perf" in rel and path.name.endswith(
-        ("lifecycle_metrics.json", "prometheus_metrics.json", "lifecycle_metrics.yaml")
+    if "inference-perf" in rel and (
+        path.name.endswith(
+            ("lifecycle_metrics.json", "prometheus_metrics.json", "lifecycle_metrics.yaml")
+        )
+        or "_partial_stage_" in path.name  # its llm-d benchmark report
     ):
         return "inference-perf"
     return None

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import yaml
 
 from budgetdiff.errors import InputError
 from budgetdiff.formats import (
@@ -652,31 +653,121 @@ def test_guidellm_sample_large_enough_is_read_per_request_with_a_note(
     assert any("too few for p99" in n for n in report["notes"])
 
 
-def test_guidellm_leaves_out_warm_up_and_cool_down_as_its_statistics_do() -> None:
-    """GuideLLM >= 0.5 lists every request; its statistics count those in the measured period."""
-    path = GUIDELLM / "guidellm_warmup_cooldown_benchmarks.json"
+GUIDELLM_WARMUP = GUIDELLM / "guidellm_v0_5_warmup_cooldown_benchmarks"  # .json and .yaml
+
+
+def test_guidellm_leaves_out_warm_up_and_cool_down_as_its_statistics_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GuideLLM 0.5.0 run with `--warmup 0.1 --cooldown 0.1`: its lists hold every request
+    (57 successful, 3 errored), its statistics count those in the measured period."""
+    path = GUIDELLM_WARMUP.with_suffix(".json")
     bench = json.loads(path.read_text())["benchmarks"][0]
     metrics, scheduler = bench["metrics"], bench["scheduler_metrics"]
-    listed = bench["requests"]["successful"]
     start, end = scheduler["measure_start_time"], scheduler["measure_end_time"]
-    counted = [
-        r for r in listed if r["request_end_time"] >= start and r["request_start_time"] <= end
-    ]
-    assert (len(listed), len(counted)) == (100, 88)
-    run = _only(guidellm, path)
-    assert run.n == metrics["request_totals"]["successful"] == 88
-    assert run.ttft is not None and run.total is not None
-    # GuideLLM's means are exact; all 100 listed requests would give another one
-    ttft = metrics["time_to_first_token_ms"]["successful"]
-    assert np.mean(run.ttft) == pytest.approx(ttft["mean"], rel=1e-9)
-    assert np.mean([r["time_to_first_token_ms"] for r in listed]) != pytest.approx(ttft["mean"])
-    latency = metrics["request_latency"]["successful"]
-    assert np.mean(run.total) == pytest.approx(latency["mean"] * 1000, rel=1e-9)
-    assert np.sort(run.ttft)[-1] == ttft["max"] and np.sort(run.ttft)[0] == ttft["min"]
-    note = run.meta["note"]
+
+    def counted(status: str) -> list[dict[str, float]]:
+        return [
+            r
+            for r in bench["requests"][status]
+            if r["request_end_time"] >= start and r["request_start_time"] <= end
+        ]
+
+    listed = bench["requests"]["successful"]
+    assert (len(listed), len(bench["requests"]["errored"])) == (57, 3)
+    totals = metrics["request_totals"]
+    assert (len(counted("successful")), len(counted("errored"))) == (48, 2)
+    assert (totals["successful"], totals["errored"]) == (48, 2)
+    got = _only(guidellm, path)
+    assert got.n == 50 and got.ok is not None and int(got.ok.sum()) == 48
+    assert got.ttft is not None and got.total is not None
+    ok = got.ok
+    # the same requests as GuideLLM's: its means, and its percentiles (the nearest rank,
+    # numpy's inverted_cdf, is how GuideLLM 0.5 takes them), come back exactly
+    for metric, values, scale in (
+        ("time_to_first_token_ms", got.ttft[ok], 1.0),
+        ("request_latency", got.total[ok], 1000.0),
+    ):
+        own = metrics[metric]["successful"]
+        assert own["count"] == 48
+        assert np.mean(values) == pytest.approx(own["mean"] * scale, rel=1e-9)
+        for q in (90.0, 95.0, 99.0):
+            want = own["percentiles"][f"p{q:g}"] * scale
+            assert np.percentile(values, q, method="inverted_cdf") == pytest.approx(want)
+    # all 57 listed would give another mean
+    every = np.mean([r["time_to_first_token_ms"] for r in listed])
+    assert every != pytest.approx(metrics["time_to_first_token_ms"]["successful"]["mean"])
+    note = got.meta["note"]
     assert (
-        isinstance(note, str) and "12 of the 100 listed requests ran in GuideLLM's warm-up" in note
+        isinstance(note, str) and "10 of the 60 listed requests ran in GuideLLM's warm-up" in note
     )
+    # the report's p95 (budgetdiff's linear interpolation) is within 0.5% of GuideLLM's own
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["requests"]["head"] == 50 and report["failed"]["head"] == 2
+    rows = {r["metric"]: r["head_ms"] for r in report["slo"]}
+    own_ttft = metrics["time_to_first_token_ms"]["successful"]["percentiles"]["p95"]
+    own_total = metrics["request_latency"]["successful"]["percentiles"]["p95"] * 1000
+    assert rows["ttft"] == pytest.approx(own_ttft, rel=0.005)
+    assert rows["total"] == pytest.approx(own_total, rel=0.005)
+
+
+def test_guidellm_0_8_counts_the_requests_of_request_totals() -> None:
+    """GuideLLM 0.8.1, the same run: 60 listed, 49 counted. 0.8 windows TTFT by the first
+    token, not the request's end (`GenerativeMetrics.compile`): one request whose first token
+    came before the measured period counts in `request_totals` and `request_latency` but not in
+    `time_to_first_token_ms` (46 of 47). budgetdiff keeps one set of requests, request_totals'."""
+    path = GUIDELLM / "guidellm_v0_8_warmup_cooldown_benchmarks.json"
+    bench = json.loads(path.read_text())["benchmarks"][0]
+    metrics, scheduler = bench["metrics"], bench["scheduler_metrics"]
+    start, end = scheduler["measure_start_time"], scheduler["measure_end_time"]
+    listed = bench["requests"]["successful"]
+    assert (len(listed), len(bench["requests"]["errored"])) == (58, 2)
+    totals = metrics["request_totals"]
+    assert (totals["successful"], totals["errored"]) == (47, 2)
+    got = _only(guidellm, path)
+    assert got.n == 49 and got.ok is not None and int(got.ok.sum()) == 47
+    assert got.meta["tool_version"] == "0.8.1" and got.meta["schema"] == "v2"
+    assert got.ttft is not None and got.total is not None
+    latency = metrics["request_latency"]["successful"]
+    assert latency["count"] == 47
+    total = got.total[got.ok]
+    assert np.mean(total) == pytest.approx(latency["mean"] * 1000, rel=1e-9)
+    for q in (50.0, 90.0, 95.0, 99.0):  # nearest rank, as GuideLLM takes them
+        want = latency["percentiles"][f"p{q:g}"] * 1000
+        assert np.percentile(total, q, method="inverted_cdf") == pytest.approx(want)
+    # TTFT: GuideLLM's own set is the requests whose first token is in the measured period
+    ttft = metrics["time_to_first_token_ms"]["successful"]
+    first = [
+        r["time_to_first_token_ms"]
+        for r in listed
+        if r["info"]["timings"]["first_token_iteration"] >= start and r["request_start_time"] <= end
+    ]
+    assert ttft["count"] == len(first) == 46
+    assert np.mean(first) == pytest.approx(ttft["mean"], rel=1e-9)
+    # budgetdiff's 47 give GuideLLM's p95 within 0.5% all the same
+    assert np.percentile(got.ttft[got.ok], 95) == pytest.approx(
+        ttft["percentiles"]["p95"], rel=0.005
+    )
+
+
+def test_guidellm_yaml_output_of_the_same_run_reads_as_its_json() -> None:
+    """GuideLLM 0.5 writes YAML with `yaml.dump` (keys sorted: `metadata` and `type_` come
+    last, past the sniffed head): detected, and the same requests and numbers as the JSON."""
+    from_json = _only(guidellm, GUIDELLM_WARMUP.with_suffix(".json"))
+    from_yaml = _only(guidellm, GUIDELLM_WARMUP.with_suffix(".yaml"))
+    assert from_yaml.n == from_json.n == 50
+    for name in ("ttft", "total", "ok", "start_time", "output_tokens", "request_id"):
+        np.testing.assert_array_equal(getattr(from_yaml, name), getattr(from_json, name))
+    for name in from_json.slices:
+        np.testing.assert_array_equal(from_yaml.slices[name], from_json.slices[name])
+    same = {k: v for k, v in from_json.meta.items() if k != "note"}
+    assert {k: v for k, v in from_yaml.meta.items() if k != "note"} == same
+    assert same["tool_version"] == "0.5.0"
 
 
 def test_guidellm_yaml_report_reads_as_its_json_twin() -> None:
@@ -694,6 +785,26 @@ def test_guidellm_yaml_report_reads_as_its_json_twin() -> None:
         and from_yaml.summary["ttft"][99.0] == own["p99"]
     )
     assert "holds 1 of the 46" in str(from_yaml.meta["note"])
+    # 0.3 keeps the 50th percentile as `median` only, not in `percentiles`: read from there
+    ttft = doc["benchmarks"][0]["metrics"]["time_to_first_token_ms"]["successful"]
+    assert "p50" not in ttft["percentiles"]
+    assert from_yaml.summary["ttft"][50.0] == from_json.summary["ttft"][50.0] == ttft["median"]
+
+
+def test_aggregate_guidellm_shows_its_p50_beside_the_budgets_percentile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = GUIDELLM / "guidellm_v0_3_benchmarks_stripped.yaml"
+    doc = json.loads((GUIDELLM / "guidellm_v0_3_benchmarks_stripped.json").read_text())
+    ttft = doc["benchmarks"][0]["metrics"]["time_to_first_token_ms"]["successful"]
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    report = json.loads(run(argv, capsys)[1])
+    (shown,) = [n for n in report["notes"] if n.startswith(f"head {path}")]
+    ttft_part = shown.split("; ")[0]
+    for q, value in (("p50", ttft["median"]), ("p90", ttft["percentiles"]["p90"])):
+        assert f"{q} {value:.1f} ms" in ttft_part
 
 
 def test_yaml_anchors_are_refused_not_expanded() -> None:
@@ -709,6 +820,67 @@ def test_inference_perf_report_kept_as_yaml_reads_as_its_json_twin() -> None:
     assert from_yaml.summary == from_json.summary and from_yaml.summary
     assert from_yaml.summary_count == from_json.summary_count == 38717
     assert from_yaml.meta == from_json.meta
+
+
+INFERENCE_PERF_07 = SAMPLES / "inference-perf" / "inference_perf_v0_7"
+
+
+def test_inference_perf_counts_its_failures_among_the_requests() -> None:
+    """inference-perf 0.7.0, 60 requests of which 5 failed (the server's 500s): 60 requests,
+    not the 55 of `successes.count`, as every other reader counts them."""
+    path = Path(f"{INFERENCE_PERF_07}_stage_0_lifecycle_metrics.json")
+    doc = json.loads(path.read_text())
+    assert (doc["successes"]["count"], doc["failures"]["count"]) == (55, 5)
+    assert doc["load_summary"]["count"] == 60
+    agg = _only(inference_perf, path)
+    assert agg.summary_count == 60 and agg.meta["failures"] == 5
+
+
+def test_inference_perf_benchmark_report_yaml_reads_as_its_json_twin() -> None:
+    """From 0.7 inference-perf writes each stage also as an llm-d benchmark report (BR 0.2.1,
+    YAML): the same numbers as the stage's JSON, in seconds with their units, and more
+    percentiles (p0p1 ... p99p9)."""
+    yaml_path = Path(f"{INFERENCE_PERF_07}_partial_stage_0.yaml")
+    json_path = Path(f"{INFERENCE_PERF_07}_stage_0_lifecycle_metrics.json")
+    from_yaml, from_json = _only(inference_perf, yaml_path), _only(inference_perf, json_path)
+    assert from_yaml.summary_count == from_json.summary_count == 60
+    assert from_yaml.meta["failures"] == from_json.meta["failures"] == 5
+    assert from_yaml.scenario == from_json.scenario == "stage 0"
+    assert from_yaml.meta["schema"] == "llm-d benchmark report 0.2.1"
+    assert (
+        set(from_yaml.summary)
+        == set(from_json.summary)
+        == {
+            "ttft",
+            "first_token",
+            "total",
+            "itl",
+            "tpot",
+        }
+    )
+    latency = json.loads(json_path.read_text())["successes"]["latency"]
+    for name, metric in (("ttft", "time_to_first_token"), ("total", "request_latency")):
+        for q, key in ((50.0, "median"), (90.0, "p90"), (95.0, "p95"), (99.0, "p99")):
+            want = latency[metric][key] * 1000
+            assert from_yaml.summary[name][q] == from_json.summary[name][q] == want
+    assert {0.1, 1.0, 5.0, 25.0, 75.0, 99.9} <= set(from_yaml.summary["ttft"])
+
+
+def test_inference_perf_benchmark_report_units_are_read_not_assumed() -> None:
+    path = Path(f"{INFERENCE_PERF_07}_partial_stage_0.yaml")
+    doc = yaml.safe_load(path.read_text())
+    ttft = doc["results"]["request_performance"]["aggregate"]["latency"]["time_to_first_token"]
+    want = ttft["p95"] * 1000
+    ttft.update({k: v * 1000 for k, v in ttft.items() if k != "units"}, units="ms")
+    got = inference_perf.read(yaml.safe_dump(doc).encode(), "br.yaml", OPTS)[0]
+    assert got.summary["ttft"][95.0] == pytest.approx(want)
+    # llm-d's own reports name the load generator under `scenario.load.standardized`
+    doc["scenario"] = {"load": {"standardized": {"tool": "guidellm", "tool_version": "0.5.0"}}}
+    got = inference_perf.read(yaml.safe_dump(doc).encode(), "br.yaml", OPTS)[0]
+    assert (got.meta["tool"], got.meta["tool_version"]) == ("guidellm", "0.5.0")
+    ttft["units"] = "minutes"
+    with pytest.raises(InputError, match=r"time_to_first_token\.units is 'minutes'"):
+        inference_perf.read(yaml.safe_dump(doc).encode(), "br.yaml", OPTS)
 
 
 # ---------------------------------------------------------------- inference-perf's TPOT
