@@ -75,6 +75,9 @@ class Server(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     server: Server
     protocol_version = "HTTP/1.1"
+    # each token is its own small write: without TCP_NODELAY, Nagle's algorithm holds the first
+    # chunk until the client acknowledges the headers (a delayed ACK, about 40 ms)
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         return
@@ -95,7 +98,11 @@ class Handler(BaseHTTPRequestHandler):
         if not chat and not self.path.startswith("/v1/completions"):
             self.send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
-        self.complete(body, chat)
+        try:
+            self.complete(body, chat)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a cancellation)
+            self.server.log({"request_id": self.headers.get("X-Request-ID"), "status": 499})
+            self.close_connection = True
 
     def complete(self, body: dict[str, Any], chat: bool) -> None:
         args = self.server.args
