@@ -384,6 +384,30 @@ def test_vllm_placeholders_of_a_run_where_nothing_completed_are_not_read_as_0_ms
     assert any("placeholders, not measurements" in n for n in report["notes"])
 
 
+def test_vllm_run_where_nothing_completed_saved_with_details_is_a_breach(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same run saved with `--save-detailed` (vLLM 0.33): every request has an error, a
+    0.0 TTFT and no gaps. Every row is unmeasured (no slice percentile of zero requests)."""
+    path = VLLM / "vllm_0_33_all_failed_detailed_vllm_bench_serve.json"
+    doc = json.loads(path.read_text())
+    assert doc["completed"] == 0 and all(doc["errors"]) and set(doc["ttfts"]) == {0.0}
+    got = _only(vllm, path)
+    assert got.n == doc["failed"] == 50 and got.ok is not None and not got.ok.any()
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 99\nslo: {ttft: 1200}\nslices: {first_token: 500}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    code, out, err = run(argv, capsys)
+    assert code == 1, err
+    report = json.loads(out)
+    assert report["failed"]["head"] == report["requests"]["head"] == 50
+    breach = [f for f in report["findings"] if f["kind"] == "breach"]
+    assert breach and "every one of the 50 head requests failed" in breach[0]["message"]
+    rows = report["slo"] + report["slices"]
+    assert {r.get("metric", r.get("name")) for r in rows} >= {"ttft", "first_token", "decode"}
+    assert all(r["head_ms"] is None for r in rows)
+
+
 def test_vllm_0_14_without_latencies_reads_the_end_to_end_from_ttfts_and_itls() -> None:
     """vLLM 0.9 to 0.29 write `ttfts` and `itls` but no `latencies`: vLLM's own end to end of
     a streamed request is TTFT plus its gaps, so its percentiles come back."""
