@@ -142,11 +142,14 @@ def summarize(c: Comparison, findings: Sequence[Finding], verdict: Verdict) -> S
         over = [r for r in over if (r.head_ms or 0.0) > (r.target_ms or 0.0)]
     else:
         missing = None
-    also = tuple(k for k in dict.fromkeys(f.kind for f in findings) if k not in _SAID)
+    risk = at_risk(c)
+    # a breach with no row at risk (every request failed: nothing measured) is said by its kind
+    said = _SAID if risk is not None else _SAID - {Kind.BREACH}
+    also = tuple(k for k in dict.fromkeys(f.kind for f in findings) if k not in said)
     return Summary(
         verdict=verdict,
         compared=c.base is not None,
-        at_risk=at_risk(c),
+        at_risk=risk,
         regressed=tuple(regressed),
         over_budget=tuple(over),
         regressed_slo=() if workloads else tuple(r for r in c.slo if r.change == Change.REGRESSION),

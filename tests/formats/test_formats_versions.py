@@ -406,6 +406,7 @@ def test_vllm_run_where_nothing_completed_saved_with_details_is_a_breach(
     rows = report["slo"] + report["slices"]
     assert {r.get("metric", r.get("name")) for r in rows} >= {"ttft", "first_token", "decode"}
     assert all(r["head_ms"] is None for r in rows)
+    assert report["summary"]["text"] == "SLO breached"  # not an empty headline
 
 
 def test_vllm_0_14_without_latencies_reads_the_end_to_end_from_ttfts_and_itls() -> None:
