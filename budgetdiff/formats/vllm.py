@@ -7,7 +7,7 @@ per-request lists, so `budgetdiff.formats.sglang` reuses `read_results`.
 Without `--save-detailed` (SGLang: `--output-details`) the tool drops the per-request lists
 (`ttfts`, `itls`, `errors`, ...) and keeps its own percentiles, `p99_ttft_ms`, `median_e2el_ms`
 (SGLang: `p99_e2e_latency_ms`), `p95_tpot_ms`, `p99_itl_ms`: that object is an aggregate Run.
-vLLM 0.30 and later keep `latencies` there too; they are not read, since without `errors` a
+vLLM 0.33 keeps `latencies` there too (0.30 added them); they are not read: without `errors` a
 failed request's 0.0 cannot be told from a measurement. vLLM before 0.12 writes no `failed`:
 the failure count is then unknown (a note says how many of `num_prompts` did not complete).
 `vllm bench sweep serve` keeps each combination's runs in a `summary.json`: a JSON array of
