@@ -262,7 +262,8 @@ def _row(
     unit: Unit,
 ) -> Row:
     p = budget.percentile
-    if change is None and s.base is None and s.head is not None:  # check: head alone
+    # check: head alone (a slice of a run where nothing succeeded has no value: not measured)
+    if change is None and s.base is None and s.head is not None and s.head.size:
         change, verdict = _too_few_alone(s.head, p, budget.regression.confidence, unit)
     head_ms = change.head if change else _at(s.head, p)
     part = split.head_ms.get(s.name) if s.kind == "slice" else None

@@ -26,7 +26,7 @@ from budgetdiff.formats import (
     vllm,
 )
 from budgetdiff.table import Run
-from tests.support.helpers import run
+from tests.support.helpers import compare_json, run
 from tests.support.paths import SAMPLES
 
 OPTS = ReadOptions()
@@ -512,19 +512,23 @@ def test_aiperf_completed_count_below_its_successes_is_refused() -> None:
 
 
 # ---------------------------------------------------------------- vLLM: what some versions write
+# Each file is real vLLM output: its `bench serve` / `bench sweep serve` run against
+# tools/mock_llm_server.py (tests/data/SOURCES.md gives the version and the command).
 VLLM = SAMPLES / "vllm"
 
 
 def test_vllm_placeholders_of_a_run_where_nothing_completed_are_not_read_as_0_ms(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """vLLM writes `np.percentile(ttfts or 0, p)`: 0.0 ms when no request completed."""
-    path = VLLM / "vllm_all_failed_vllm_bench_serve.json"
+    """vLLM 0.33 with every request answered 500 writes `np.percentile(ttfts or 0, p)`: 0.0 ms."""
+    path = VLLM / "vllm_0_33_all_failed_vllm_bench_serve.json"
     doc = json.loads(path.read_text())
-    assert doc["completed"] == 0 and doc["p99_ttft_ms"] == 0.0
+    placeholders = [k for k in doc if k.endswith("_ms")]
+    assert doc["completed"] == 0 and doc["failed"] == doc["num_prompts"] == 50
+    assert placeholders and all(doc[k] == 0.0 for k in placeholders)
     agg = _only(vllm, path)
-    assert agg.summary == {} and agg.summary_count == doc["failed"] == 100
-    assert agg.meta["failures"] == 100
+    assert agg.summary == {} and agg.summary_count == doc["failed"]
+    assert agg.meta["failures"] == doc["failed"]
     budget = tmp_path / "b.yml"
     budget.write_text("version: 1\npercentile: 99\nslo: {ttft: 1200}\n")
     code, out, _ = run(
@@ -532,47 +536,131 @@ def test_vllm_placeholders_of_a_run_where_nothing_completed_are_not_read_as_0_ms
     )
     report = json.loads(out)
     assert code == 1 and report["verdict"] == "fail"
-    assert report["failed"]["head"] == report["requests"]["head"] == 100
+    assert report["failed"]["head"] == report["requests"]["head"] == 50
     breach = [f for f in report["findings"] if f["kind"] == "breach"]
-    assert breach and "every one of the 100 head requests failed" in breach[0]["message"]
+    assert breach and "every one of the 50 head requests failed" in breach[0]["message"]
     assert all(r["head_ms"] is None for r in report["slo"])  # no TTFT 0.00 ms "ok"
+    unmeasured = [f for f in report["findings"] if f["kind"] == "unmeasured"]
+    assert unmeasured and "ttft" in unmeasured[0]["message"]
     assert any("placeholders, not measurements" in n for n in report["notes"])
 
 
-def test_vllm_without_latencies_reads_the_end_to_end_from_ttfts_and_itls() -> None:
-    """Versions that write `ttfts` and `itls` but no `latencies`: vLLM's own end to end of a
-    streamed request is TTFT plus its gaps, so its percentiles come back."""
-    path = VLLM / "vllm_no_latencies_vllm_bench_serve.json"
+def test_vllm_run_where_nothing_completed_saved_with_details_is_a_breach(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same run saved with `--save-detailed` (vLLM 0.33): every request has an error, a
+    0.0 TTFT and no gaps. Every row is unmeasured (no slice percentile of zero requests)."""
+    path = VLLM / "vllm_0_33_all_failed_detailed_vllm_bench_serve.json"
     doc = json.loads(path.read_text())
-    assert "latencies" not in doc
+    assert doc["completed"] == 0 and all(doc["errors"]) and set(doc["ttfts"]) == {0.0}
     got = _only(vllm, path)
-    assert got.n == doc["completed"] == 100 and got.ttft is not None and got.total is not None
-    assert got.itl is not None
-    for q in (50, 95, 99):
+    assert got.n == doc["failed"] == 50 and got.ok is not None and not got.ok.any()
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 99\nslo: {ttft: 1200}\nslices: {first_token: 500}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    code, out, err = run(argv, capsys)
+    assert code == 1, err
+    report = json.loads(out)
+    assert report["failed"]["head"] == report["requests"]["head"] == 50
+    breach = [f for f in report["findings"] if f["kind"] == "breach"]
+    assert breach and "every one of the 50 head requests failed" in breach[0]["message"]
+    rows = report["slo"] + report["slices"]
+    assert {r.get("metric", r.get("name")) for r in rows} >= {"ttft", "first_token", "decode"}
+    assert all(r["head_ms"] is None for r in rows)
+    assert report["summary"]["text"] == "SLO breached"  # not an empty headline
+
+
+def test_vllm_0_14_without_latencies_reads_the_end_to_end_from_ttfts_and_itls() -> None:
+    """vLLM 0.9 to 0.29 write `ttfts` and `itls` but no `latencies`: vLLM's own end to end of
+    a streamed request is TTFT plus its gaps, so its percentiles come back."""
+    path = VLLM / "vllm_0_14_no_latencies_vllm_bench_serve.json"
+    doc = json.loads(path.read_text())
+    assert "latencies" not in doc and "ttfts" in doc and "itls" in doc
+    got = _only(vllm, path)
+    assert got.n == doc["completed"] == 100 and doc["failed"] == 0
+    assert got.ttft is not None and got.total is not None and got.itl is not None
+    for q in (50, 90, 95, 99):
         assert np.percentile(got.ttft, q) == pytest.approx(doc[f"p{q}_ttft_ms"], rel=1e-9)
         assert np.percentile(got.itl.values, q) == pytest.approx(doc[f"p{q}_itl_ms"], rel=1e-9)
         assert np.percentile(got.total, q) == pytest.approx(doc[f"p{q}_e2el_ms"], rel=0.005)
+    assert np.mean(got.total) == pytest.approx(doc["mean_e2el_ms"], rel=0.005)
     note = got.meta["note"]
     assert isinstance(note, str) and "no per-request 'latencies'" in note
 
 
-def test_vllm_sweep_summary_is_one_scenario_per_run() -> None:
-    """`vllm bench sweep serve`'s summary.json: a JSON array of `bench serve` results."""
-    path = VLLM / "vllm_sweep_summary.json"
+def test_vllm_0_11_without_a_failed_key_says_the_failure_count_is_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """vLLM before 0.12 writes `completed` but no `failed`: 7 of this run's 50 requests got a
+    500, which the file does not count. The JSON says null, never 0, and a note names the gap."""
+    path = VLLM / "vllm_0_11_no_failed_key_vllm_bench_serve.json"
+    doc = json.loads(path.read_text())
+    assert "failed" not in doc and (doc["completed"], doc["num_prompts"]) == (43, 50)
+    agg = _only(vllm, path)
+    assert agg.summary_count == doc["completed"] and "failures" not in agg.meta
+    for q, key in ((50.0, "p50"), (95.0, "p95"), (99.0, "p99")):
+        assert agg.summary["ttft"][q] == doc[f"{key}_ttft_ms"]
+        assert agg.summary["total"][q] == doc[f"{key}_e2el_ms"]
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 99\nslo: {ttft: 1200, total: 6000}\n")
+    argv = ["check", "--head", str(path), "--budget", str(budget)]
+    report = json.loads(run([*argv, "--output", "json"], capsys)[1])
+    assert report["failed"]["head"] is None and report["requests"]["head"] == 43
+    (note,) = [n for n in report["notes"] if "no 'failed' key" in n]
+    assert "43 of the 50 prompts" in note and "unknown, not 0 (7 not accounted for)" in note
+    table = " ".join(run(argv, capsys)[1].split())
+    assert "0 failed" not in table and "7 not accounted for" in table
+
+
+SWEEP = [VLLM / f"vllm_0_33_sweep_decode_{ms}_summary.json" for ms in (10, 12)]
+
+
+@pytest.mark.parametrize("path", SWEEP, ids=lambda p: p.stem)
+def test_vllm_sweep_summary_is_one_scenario_per_run(path: Path) -> None:
+    """`vllm bench sweep serve`'s summary.json of one combination: a JSON array of the
+    `bench serve` results of its runs, each with its `run_number` and the sweep's setting."""
     doc = json.loads(path.read_text())
     data = path.read_bytes()
+    assert isinstance(doc, list) and [r["run_number"] for r in doc] == [0, 1]
     assert detect.detect(data, path.name, OPTS).module is vllm
     runs = detect.read(data, path.name, "auto", OPTS)
     assert [r.scenario for r in runs] == ["concurrency=8, run=0", "concurrency=8, run=1"]
     for got, result in zip(runs, doc, strict=True):
-        assert got.summary_count == result["completed"] + result["failed"] == 100
+        assert got.summary_count == result["completed"] + result["failed"] == 40
         for key, name in (
             ("p99_ttft_ms", "ttft"),
-            ("p95_itl_ms", "itl"),
+            ("p99_itl_ms", "itl"),
+            ("p99_tpot_ms", "tpot"),
             ("median_e2el_ms", "total"),
+            ("p99_e2el_ms", "total"),
         ):
-            q = 50.0 if key.startswith("median") else float(key[1:3])
+            q = 50.0 if key.startswith("median") else 99.0
             assert got.summary[name][q] == result[key]
+        # vLLM 0.33 keeps the per-request `latencies` without --save-detailed: its own p99
+        latencies_ms = np.asarray(result["latencies"]) * 1000.0
+        for q in (50.0, 99.0):
+            want = np.percentile(latencies_ms, q)
+            assert got.summary["total"][q] == pytest.approx(want, rel=1e-9)
+
+
+def test_vllm_sweep_summaries_compare_run_by_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The two server settings of one sweep (decode 10 and 12 ms a token) as base and head:
+    each run is its own scenario, with the tool's own p99 on each side."""
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 99\nslo: {ttft: 2000, total: 6000, itl: 60}\n")
+    base, head = SWEEP
+    code, report = compare_json(capsys, base, head, budget)
+    assert code == 0
+    docs = [json.loads(p.read_text()) for p in SWEEP]
+    scenarios = report["scenarios"]
+    assert [s["name"] for s in scenarios] == ["concurrency=8, run=0", "concurrency=8, run=1"]
+    for number, scenario in enumerate(scenarios):
+        assert scenario["requests"] == {"base": 40, "head": 40}
+        itl = next(r for r in scenario["slo"] if r["metric"] == "itl")
+        want = [d[number]["p99_itl_ms"] for d in docs]
+        assert [itl["base_ms"], itl["head_ms"]] == pytest.approx(want, abs=5e-4)  # JSON: 3 places
 
 
 def test_aggregate_inputs_show_the_files_other_percentiles_and_say_whose_they_are(

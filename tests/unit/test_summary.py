@@ -97,13 +97,16 @@ def test_without_a_regressed_slice_other_kinds_are_named_once_up_to_three() -> N
     )
 
 
-def test_a_breach_no_slo_row_shows_is_named() -> None:
-    """Every request failed: no SLO has a value to breach, so the breach is said by its kind
-    (before, the headline named only the unmeasured targets)."""
-    findings = [Finding(k, "s", False, "m") for k in (Kind.BREACH, Kind.UNMEASURED)]
+def test_a_breach_with_no_row_at_risk_is_named() -> None:
+    """Every request failed: no SLO row has a value to be at risk, so the breach finding is
+    said by its kind, never an empty headline."""
+    findings = [Finding(k, "s", True, "m") for k in (Kind.BREACH, Kind.UNMEASURED)]
     s = summarize(_comparison(), findings, Verdict.FAIL)
     assert s.at_risk is None and s.also == (Kind.BREACH, Kind.UNMEASURED)
-    assert sentence(s, 95.0, verbatim) == "SLO breached, a target not measured"
+    assert sentence(s, 99.0, verbatim) == "SLO breached, a target not measured"
+    ttft = _slo("ttft", Status.BREACH, -10.0)  # a row over its target says the breach itself
+    s = summarize(_comparison((ttft,)), findings, Verdict.FAIL)
+    assert s.at_risk is ttft and s.also == (Kind.UNMEASURED,)
 
 
 def test_a_pass_says_every_slo_holds() -> None:
