@@ -221,6 +221,8 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
         )
     if served and "cancelled" in c.head.meta:  # the tool cut requests, or the run, short
         out.append(_cancelled(c))
+    if "unaccounted" in c.head.meta:  # asked for, never completed, and no failure count
+        out.append(_unaccounted(c, c.head.meta["unaccounted"]))
     out += [_Raw(Kind.INFEASIBLE, "slo", message, None) for message in c.feasibility]
     return out
 
@@ -237,6 +239,22 @@ def _cancelled(c: Comparison) -> _Raw:
     else:
         message = f"the head run was cancelled before it finished{failed}"
     return _Raw(Kind.FAILURES, units, message, None)
+
+
+def _unaccounted(c: Comparison, missing: str | float) -> _Raw:
+    """Requests the file says were asked for but neither completed nor counted as failed (vLLM
+    before 0.12 writes no failure count): perhaps failures, so never a silent pass."""
+    units = c.unit.plural
+    asked = (c.head.requests or 0) + float(missing)
+    return _Raw(
+        Kind.FAILURES,
+        units,
+        f"{count(int(float(missing)))} of the {count(int(asked))} head {units} asked for did not "
+        f"complete "
+        f"and the file has no failure count: they may have failed; the percentiles are of the "
+        f"{count(c.head.requests or 0)} that completed",
+        None,
+    )
 
 
 def _all_failed(c: Comparison) -> _Raw:

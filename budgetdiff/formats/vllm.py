@@ -238,6 +238,7 @@ def _aggregate(result: dict[str, Any], ctx: Ctx, prefix: str, tool: str) -> Run:
     asked = finite(result.get("num_prompts"))
     if failed is None and completed is not None and asked is not None and asked > completed:
         notes.append(_uncounted(ctx.source, prefix, completed, asked))
+        meta["unaccounted"] = asked - completed  # the judge's `failures` finding
     if notes:
         meta["note"] = "; ".join(notes)
     for name, value in result.items() if completed != 0 else ():

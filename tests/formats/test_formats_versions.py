@@ -608,6 +608,11 @@ def test_vllm_0_11_without_a_failed_key_says_the_failure_count_is_unknown(
     assert report["failed"]["head"] is None and report["requests"]["head"] == 43
     (note,) = [n for n in report["notes"] if "no 'failed' key" in n]
     assert "43 of the 50 prompts" in note and "unknown, not 0 (7 not accounted for)" in note
+    # and a finding, so the comment and the gate see it (a warning: they may not have failed)
+    (finding,) = [f for f in report["findings"] if f["kind"] == "failures"]
+    missing = doc["num_prompts"] - doc["completed"]
+    assert f"{missing} of the {doc['num_prompts']} head requests asked for" in finding["message"]
+    assert not finding["fails"] and report["verdict"] == "warn"
     table = " ".join(run(argv, capsys)[1].split())
     assert "0 failed" not in table and "7 not accounted for" in table
 
