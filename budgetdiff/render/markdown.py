@@ -148,7 +148,8 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
     if c.headline:
         lines += [f"**{md(c.headline, 200)}**", ""]
     lines += [_requests_line(c), ""]
-    lines += _slo_table(c)
+    if c.slo:  # none when nothing was measured: the findings say why
+        lines += _slo_table(c)
     moved = _attainment_moved(c)
     if moved:
         lines += ["", moved]

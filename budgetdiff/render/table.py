@@ -92,7 +92,8 @@ def _tables(c: Comparison, width: int | None) -> list[str]:
         *_change(c.slo, compare=compare, unit=c.unit),
         column("headroom", [cells.headroom(r) for r in c.slo]),
     ]
-    out = ["", *table(_key(f"SLO {p}", c.slo), slo, width)]
+    # no rows (every request failed, nothing measured): the findings say why, not an empty table
+    out = ["", *table(_key(f"SLO {p}", c.slo), slo, width)] if c.slo else []
     meaning = cells.definitions(c)
     if meaning:
         out += prose(plain(meaning, 300), width)

@@ -415,6 +415,14 @@ def test_aiperf_run_whose_every_request_failed_is_a_breach_with_its_count(
             f["kind"] == "breach" and "every one of the 32 head requests failed" in f["message"]
             for f in report["findings"]
         )
+    # an aggregate with nothing measured has no SLO rows: the readable outputs show the
+    # findings, not a table without rows (per request, an end-to-end row says `–`)
+    rows = report["slo"]
+    assert all(r["head_ms"] is None for r in rows) and bool(rows) == name.endswith(".jsonl")
+    text = run(argv[:-2], capsys)[1]
+    markdown = run([*argv[:-2], "--output", "markdown"], capsys)[1]
+    assert ("SLO p95" in text) == ("| SLO at p95" in markdown) == bool(rows)
+    assert "every one of the 32 head requests failed" in text
 
 
 def test_aiperf_0_8_records_with_failures_keep_the_schema_and_match_the_aggregate() -> None:
