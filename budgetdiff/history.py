@@ -101,7 +101,7 @@ class Current:
             if r.head is None:
                 return None
             return cls("agent", r.name, r.label, r.target, r.head, r.head_ci, r.unit)
-        if r.head_ms is None:
+        if r.head_ms is None or r.doubt is not None:  # a value in doubt is no point of a trend
             return None
         return cls(r.kind, r.name, r.label, r.target_ms, r.head_ms, r.head_ci_ms)
 
@@ -238,7 +238,7 @@ def _entry(doc: object, number: int, commit: str | None) -> Entry:
             target = _number(row.get(target_key), f"{at}.{target_key}", unit)
             targets.append((kind, name, target))
             head = _number(row.get(head_key), f"{at}.{head_key}", unit)
-            if head is None:
+            if head is None or row.get("doubt"):  # a value in doubt is no point of a trend
                 continue
             ci = row.get(ci_key)
             interval = None

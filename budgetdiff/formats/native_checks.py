@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -232,14 +232,16 @@ def unit_doubts(
     where: str,
 ) -> list[Doubt]:
     """Each latency column against its typical range, its siblings and the token counts."""
-    out: list[Doubt] = []
+    out: list[tuple[ColumnUse, bool, Doubt]] = []
     medians = {u.column: m for u, v in columns if (m := _median(v, ok)) is not None}
     doubted: set[str] = set()
 
-    def add(use: ColumnUse, median: float, why: str, looks: str) -> None:
+    def add(use: ColumnUse, median: float, why: str, looks: str, small: bool) -> None:
+        """`small`: the values are too small for their unit (seconds read as ms), not too
+        large."""
         if use.column not in doubted:
             doubted.add(use.column)
-            out.append(_unit_doubt(where, use, median, why, looks))
+            out.append((use, small, _unit_doubt(where, use, median, why, looks)))
 
     by_target = {u.target: (u, v) for u, v in columns}
     for use, _ in columns:
@@ -248,7 +250,8 @@ def unit_doubts(
             continue
         low, high = _TYPICAL.get(use.target or "", (0.0, _SLICE_HIGH))
         if m < low or m > high:
-            add(use, m, "", _fits(m, use, *_TYPICAL.get(use.target or "", (0.01, high))))
+            looks = _fits(m, use, *_TYPICAL.get(use.target or "", (0.01, high)))
+            add(use, m, "", looks, m < low)
     # a column a thousand times its siblings: among the parts of a request (slices, TTFT), not
     # the total (a long answer dwarfs every part), nor a decode the token counts can vouch for
     parts = {
@@ -263,18 +266,52 @@ def unit_doubts(
             continue
         biggest = max(others)
         if m > _RATIO * biggest and biggest >= _SIBLING_MIN:
-            add(use, m, f", {numbers.count(round(m / biggest))} times its siblings", "")
+            add(use, m, f", {numbers.count(round(m / biggest))} times its siblings", "", False)
     # TTFT above the total
     if "ttft" in by_target and "total" in by_target:
         t_use, total_use = by_target["ttft"][0], by_target["total"][0]
         mt, mtot = medians.get(t_use.column), medians.get(total_use.column)
         if mt is not None and mtot is not None and mtot > 0 and mt > 10 * mtot:
-            add(t_use, mt, f", above the total ({numbers.ms(mtot)})", "")
+            add(t_use, mt, f", above the total ({numbers.ms(mtot)})", "", False)
     # per-token time from the total (or a decoding slice) and the answer lengths
     for name in ("total", "decode", *(t for t in by_target if t not in KNOWN_TARGETS)):
         if name in by_target and output_tokens is not None:
             _per_token(by_target[name], by_target.get("ttft"), output_tokens, ok, doubted, add)
-    return out
+    return [_with_kin(d, use, small, columns, medians, doubted) for use, small, d in out]
+
+
+def _with_kin(
+    doubt: Doubt,
+    use: ColumnUse,
+    small: bool,
+    columns: Sequence[tuple[ColumnUse, FloatArray]],
+    medians: dict[str, float],
+    doubted: set[str],
+) -> Doubt:
+    """A unit mixed up in one column is likely the writer's in the columns whose unit was
+    read the same way (the same unit, from the same suffix, header bracket, `unit:` or guess),
+    though no check could tell on its own (seconds of a network slice look like a fast
+    network): those carry the doubt too, and the message names them. Not a column that sits
+    clearly on the sound side of the doubted one (ten times larger than a column whose values
+    are too small, a tenth of one whose values are too large): the writer got that one right."""
+    mine = medians.get(use.column, 0.0)
+
+    def kin(u: ColumnUse) -> bool:
+        same_way = (u.unit, u.unit_from) == (use.unit, use.unit_from)
+        if u.column in doubted or not u.target or not same_way:
+            return False
+        theirs = medians.get(u.column)
+        return theirs is not None and (theirs <= 10 * mine if small else theirs >= mine / 10)
+
+    shared = [u for u, _ in columns if kin(u)]
+    if not shared:
+        return doubt
+    names = ", ".join(cut(u.column, 40) for u in shared[:6]) + (", ..." if len(shared) > 6 else "")
+    return replace(
+        doubt,
+        message=f"{doubt.message} ({names}, read the same way, may be wrong with it)",
+        affects=(*doubt.affects, *(u.target for u in shared if u.target)),
+    )
 
 
 def _per_token(
@@ -283,7 +320,7 @@ def _per_token(
     tokens: FloatArray,
     ok: BoolArray,
     doubted: set[str],
-    add: Callable[[ColumnUse, float, str, str], None],
+    add: Callable[[ColumnUse, float, str, str, bool], None],
 ) -> None:
     """A TPOT under 0.1 ms (seconds read as ms) or over 10 s (ms read as seconds)."""
     use, values = column
@@ -295,9 +332,9 @@ def _per_token(
     typical = median(values[sel])
     if per_token < _PER_TOKEN[0] and float(median(tokens[sel])) >= 50:
         words = f" for {int(median(tokens[sel]))} tokens ({numbers.ms(per_token)} a token)"
-        add(use, typical, words, "looks like seconds")
+        add(use, typical, words, "looks like seconds", True)
     elif per_token > _PER_TOKEN[1]:
-        add(use, typical, f" ({numbers.ms(per_token)} a token)", "looks like milliseconds")
+        add(use, typical, f" ({numbers.ms(per_token)} a token)", "looks like milliseconds", False)
 
 
 def impossible_rows(

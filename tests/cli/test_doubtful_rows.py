@@ -315,3 +315,37 @@ def test_a_base_in_doubt_marks_the_row_and_leaves_the_heads_attainment(
     assert report["attainment"]["base"] is None
     good = int(((ttft <= 1000) & (total <= 6500)).sum())  # the file holds them unrounded
     assert report["attainment"]["head"]["good"] == good
+
+
+def test_a_table_written_all_in_seconds_puts_every_row_in_doubt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every `_ms` column holds seconds. Only decode can be caught on its own (2 "ms" for 300
+    tokens); network, queue, prefill and app in seconds look like a fast server. Read the same
+    way as decode, and not clearly larger than it, they share its doubt: TTFT (their sum) and
+    the total show no pass, where before TTFT read 0.57 ms with "ok"."""
+    rng = np.random.default_rng(7)
+    medians = {"network": 0.04, "queue": 0.03, "prefill": 0.3, "decode": 2.0, "app": 0.05}
+    columns = {f"{k}_ms": v * np.exp(0.3 * rng.standard_normal(400)) for k, v in medians.items()}
+    frame = pd.DataFrame({"request_id": [f"r{i}" for i in range(400)], **columns})
+    frame["output_tokens"] = 300
+    path = tmp_path / "seconds.csv"
+    frame.to_csv(path, index=False)
+    budget = tmp_path / "budget.yml"
+    budget.write_text(
+        "version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n"
+        "slices: {network: 150, queue: 250, prefill: 800, decode: 4200, app: 300}\n"
+        "first_token_after: prefill\n"
+    )
+    code = main(["check", "--head", str(path), "--budget", str(budget), "--output", "json"], WIDE)
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1
+    (units,) = [f for f in report["findings"] if f["kind"] == "units"]
+    assert "decode_ms" in units["message"] and "may be wrong with it" in units["message"]
+    for name in ("network_ms", "queue_ms", "prefill_ms", "app_ms"):
+        assert name in units["message"]
+    assert all(r["doubt"] and r["headroom_pct"] is None for r in report["slo"] if r["head_ms"])
+    assert all(r["doubt"] and r["budget_use_pct"] is None for r in report["slices"])
+    ttft = next(r for r in report["slo"] if r["metric"] == "ttft")
+    truth = np.percentile(frame[["network_ms", "queue_ms", "prefill_ms"]].sum(axis=1), 95)
+    assert ttft["head_ms"] == pytest.approx(truth, rel=1e-3) and ttft["status"] == "doubtful"

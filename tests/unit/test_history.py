@@ -167,3 +167,38 @@ def test_history_command_prints_trends_and_writes_the_page(
     empty.write_text("")
     assert main(["history", str(empty)], {}) == 2
     assert "no budgetdiff report" in capsys.readouterr().err
+
+
+def test_a_run_read_in_doubt_is_no_point_of_a_trend(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run whose table held seconds in `_ms` columns reads as doubtful (the `units` finding
+    fails its check): its rows are kept out of every trend, so 1,000x smaller values neither
+    draw the line nor make a drift."""
+    lines = [check_line(write_run(tmp_path / f"main{i}.csv", i), capsys) for i in range(8)]
+    seconds = write_run(tmp_path / "seconds.csv", 50)
+    table = np.genfromtxt(seconds, delimiter=",", names=True, dtype=None, encoding="utf-8")
+    columns = [n for n in table.dtype.names if n.endswith("_ms")]
+    rows = [f"{t['request_id']}," + ",".join(f"{t[c] / 1000:.6f}" for c in columns) for t in table]
+    header = "request_id," + ",".join(columns) + ",output_tokens"  # 300 tokens in 2 "ms"
+    seconds.write_text(header + "\n" + ",300\n".join(rows) + ",300\n")
+    assert main(["check", "--head", str(seconds), "--budget", BUDGET, "--output", "json"], {}) == 1
+    doubtful = json.loads(capsys.readouterr().out)
+    assert any(f["kind"] == "units" and f["fails"] for f in doubtful["findings"])
+    assert all(r["doubt"] for r in doubtful["slices"])
+    lines.insert(4, json.dumps(doubtful, separators=(",", ":")))
+    runs = tmp_path / "history.jsonl"
+    runs.write_text("\n".join(lines) + "\n")
+    head = write_run(tmp_path / "pr.csv", 99)
+    code, report = compare_json(
+        tmp_path, capsys, "--base", str(tmp_path / "main7.csv"), "--head", str(head),
+        "--history", str(runs), "--fail-on", "breach,regression,drift",
+    )  # fmt: skip
+    assert code == 0 and not [f for f in report["findings"] if f["kind"] == "drift"]
+    decode = next(t for t in report["history"]["trends"] if t["name"] == "decode")
+    # the eight good runs and the head: numpy's p95 of each, the doubtful run left out
+    truth = [
+        float(np.percentile(np.genfromtxt(p, delimiter=",", names=True)["decode_ms"], 95))
+        for p in [*(tmp_path / f"main{i}.csv" for i in range(8)), head]
+    ]
+    assert decode["values_ms"] == pytest.approx(truth, rel=1e-6)
