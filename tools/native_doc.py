@@ -78,6 +78,12 @@ finding that fails the check and says what was read and what it looks like
   goodput, which divides by the run's span, is left out; `start_time_ms` or `start_time_s`
   says which.
 
+A unit mix-up in one column is taken to be the writer's in the columns whose unit was read the
+same way (the same suffix, bracket, `unit:` or guess), unless a column sits clearly on the sound
+side (ten times larger than a column of too-small values): in a table written all in seconds only
+decode gives itself away (2 "ms" for 300 tokens), and network, queue and prefill, which look like
+a fast server, share its doubt; the finding names them.
+
 The rows computed from a column in doubt (a `units` finding that fails, or totals below their
 TTFT) show their number with the doubt instead of a pass mark: `doubtful (head: the unit of
 ttft_ms)` in the terminal, `❓ doubtful (...)` in the comment, `"status": "doubtful"` and a
