@@ -187,6 +187,7 @@ KNOWN_TARGETS = frozenset({*KNOWN_SLICES, *METRICS})
 _RATIO = 1000.0  # a column this many times its siblings is in another unit
 _SIBLING_MIN = 10.0  # ms: below it a sibling is too small to measure others by (queue 2 ms)
 _WHOLES = frozenset({"total", "itl", "tpot"})
+_BEFORE_FIRST_TOKEN = KNOWN_SLICES[: KNOWN_SLICES.index("first_token") + 1]
 _UNIT_NAME = {"ms": "milliseconds", "s": "seconds", "us": "microseconds", "ns": "nanoseconds"}
 
 
@@ -232,7 +233,7 @@ def unit_doubts(
     where: str,
 ) -> list[Doubt]:
     """Each latency column against its typical range, its siblings and the token counts."""
-    out: list[tuple[ColumnUse, bool, Doubt]] = []
+    out: list[tuple[ColumnUse, float, bool, Doubt]] = []
     medians = {u.column: m for u, v in columns if (m := _median(v, ok)) is not None}
     doubted: set[str] = set()
 
@@ -241,7 +242,7 @@ def unit_doubts(
         large."""
         if use.column not in doubted:
             doubted.add(use.column)
-            out.append((use, small, _unit_doubt(where, use, median, why, looks)))
+            out.append((use, median, small, _unit_doubt(where, use, median, why, looks)))
 
     by_target = {u.target: (u, v) for u, v in columns}
     for use, _ in columns:
@@ -273,16 +274,38 @@ def unit_doubts(
         mt, mtot = medians.get(t_use.column), medians.get(total_use.column)
         if mt is not None and mtot is not None and mtot > 0 and mt > 10 * mtot:
             add(t_use, mt, f", above the total ({numbers.ms(mtot)})", "", False)
+    if "ttft" not in by_target:
+        _first_token_sum(columns, ok, add)
     # per-token time from the total (or a decoding slice) and the answer lengths
     for name in ("total", "decode", *(t for t in by_target if t not in KNOWN_TARGETS)):
         if name in by_target and output_tokens is not None:
             _per_token(by_target[name], by_target.get("ttft"), output_tokens, ok, doubted, add)
-    return [_with_kin(d, use, small, columns, medians, doubted) for use, small, d in out]
+    return [_with_kin(d, use, m, small, columns, medians, doubted) for use, m, small, d in out]
+
+
+def _first_token_sum(
+    columns: Sequence[tuple[ColumnUse, FloatArray]],
+    ok: BoolArray,
+    add: Callable[[ColumnUse, float, str, str, bool], None],
+) -> None:
+    """The time to first token made of slices, with no TTFT column: under a millisecond it is
+    no LLM request's, though each slice alone may pass for a fast one (seconds read as ms)."""
+    early = [(u, v) for u, v in columns if u.target in _BEFORE_FIRST_TOKEN]
+    if not early or len({(u.unit, u.unit_from) for u, _ in early}) != 1:
+        return
+    m = _median(np.sum([v for _, v in early], axis=0), ok)
+    low, high = _TYPICAL["ttft"]
+    if m is not None and 0 < m < low:
+        first = early[0][0]
+        names = " + ".join(cut(u.column, 40) for u, _ in early)
+        use = ColumnUse(names, "slice", "ttft", first.unit, first.unit_from)
+        add(use, m, " as the time to first token", _fits(m, use, low, high), True)
 
 
 def _with_kin(
     doubt: Doubt,
     use: ColumnUse,
+    mine: float,
     small: bool,
     columns: Sequence[tuple[ColumnUse, FloatArray]],
     medians: dict[str, float],
@@ -294,7 +317,6 @@ def _with_kin(
     network): those carry the doubt too, and the message names them. Not a column that sits
     clearly on the sound side of the doubted one (ten times larger than a column whose values
     are too small, a tenth of one whose values are too large): the writer got that one right."""
-    mine = medians.get(use.column, 0.0)
 
     def kin(u: ColumnUse) -> bool:
         same_way = (u.unit, u.unit_from) == (use.unit, use.unit_from)
@@ -306,7 +328,10 @@ def _with_kin(
     shared = [u for u, _ in columns if kin(u)]
     if not shared:
         return doubt
-    names = ", ".join(cut(u.column, 40) for u in shared[:6]) + (", ..." if len(shared) > 6 else "")
+    named = [u for u in shared if u.column not in use.column.split(" + ")]  # a sum names its own
+    if not named:
+        return replace(doubt, affects=(*doubt.affects, *(u.target for u in shared if u.target)))
+    names = ", ".join(cut(u.column, 40) for u in named[:6]) + (", ..." if len(named) > 6 else "")
     return replace(
         doubt,
         message=f"{doubt.message} ({names}, read the same way, may be wrong with it)",

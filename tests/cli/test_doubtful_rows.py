@@ -340,12 +340,43 @@ def test_a_table_written_all_in_seconds_puts_every_row_in_doubt(
     code = main(["check", "--head", str(path), "--budget", str(budget), "--output", "json"], WIDE)
     report = json.loads(capsys.readouterr().out)
     assert code == 1
-    (units,) = [f for f in report["findings"] if f["kind"] == "units"]
-    assert "decode_ms" in units["message"] and "may be wrong with it" in units["message"]
+    units = [f["message"] for f in report["findings"] if f["kind"] == "units"]
+    # decode caught by the tokens, the time to first token by its sum; the rest named with them
+    assert len(units) == 2 and all("may be wrong with it" in m for m in units)
+    (decode,) = [m for m in units if m.split(": ")[1] == "decode_ms"]
     for name in ("network_ms", "queue_ms", "prefill_ms", "app_ms"):
-        assert name in units["message"]
+        assert name in decode
     assert all(r["doubt"] and r["headroom_pct"] is None for r in report["slo"] if r["head_ms"])
     assert all(r["doubt"] and r["budget_use_pct"] is None for r in report["slices"])
     ttft = next(r for r in report["slo"] if r["metric"] == "ttft")
     truth = np.percentile(frame[["network_ms", "queue_ms", "prefill_ms"]].sum(axis=1), 95)
     assert ttft["head_ms"] == pytest.approx(truth, rel=1e-3) and ttft["status"] == "doubtful"
+
+
+def test_a_time_to_first_token_made_of_slices_under_a_millisecond_is_in_doubt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same seconds with no token counts: no column gives itself away (each slice could be
+    a fast one), but their sum as the time to first token, under a millisecond, is no LLM
+    request's. It passed every SLO before ("TTFT 0.57, ok 100%")."""
+    rng = np.random.default_rng(7)
+    medians = {"network": 0.04, "queue": 0.03, "prefill": 0.3, "decode": 2.0, "app": 0.05}
+    columns = {f"{k}_ms": v * np.exp(0.3 * rng.standard_normal(400)) for k, v in medians.items()}
+    frame = pd.DataFrame({"request_id": [f"r{i}" for i in range(400)], **columns})
+    path = tmp_path / "seconds.csv"
+    frame.to_csv(path, index=False)
+    early = frame[["network_ms", "queue_ms", "prefill_ms"]].sum(axis=1)
+    assert np.median(early) < 1.0  # the truth: under a millisecond
+    budget = tmp_path / "budget.yml"
+    budget.write_text(
+        "version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n"
+        "slices: {network: 150, queue: 250, prefill: 800, decode: 4200, app: 300}\n"
+        "first_token_after: prefill\n"
+    )
+    code = main(["check", "--head", str(path), "--budget", str(budget), "--output", "json"], WIDE)
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1 and report["verdict"] == "fail"
+    (units,) = [f for f in report["findings"] if f["kind"] == "units"]
+    assert "network_ms + queue_ms + prefill_ms" in units["message"]
+    assert f"median {np.median(early):.2f}" in units["message"]
+    assert all(r["status"] == "doubtful" for r in report["slo"])
