@@ -244,17 +244,14 @@ def _cancelled(c: Comparison) -> _Raw:
 def _unaccounted(c: Comparison, missing: str | float) -> _Raw:
     """Requests the file says were asked for but neither completed nor counted as failed (vLLM
     before 0.12 writes no failure count): perhaps failures, so never a silent pass."""
-    units = c.unit.plural
-    asked = (c.head.requests or 0) + float(missing)
-    return _Raw(
-        Kind.FAILURES,
-        units,
-        f"{count(int(float(missing)))} of the {count(int(asked))} head {units} asked for did not "
-        f"complete "
-        f"and the file has no failure count: they may have failed; the percentiles are of the "
-        f"{count(c.head.requests or 0)} that completed",
-        None,
+    units, done = c.unit.plural, c.head.requests or 0
+    gone = int(float(missing))
+    message = (
+        f"{count(gone)} of the {count(done + gone)} head {units} asked for did not complete and "
+        f"the file has no failure count: they may have failed; the percentiles are of the "
+        f"{count(done)} that completed"
     )
+    return _Raw(Kind.FAILURES, units, message, None)
 
 
 def _all_failed(c: Comparison) -> _Raw:
