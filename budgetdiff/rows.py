@@ -48,18 +48,18 @@ def compare(
     requests, test every row, split the total into the slices, then word the headline.
     `pair`: what `pairing.match` proved (True: the same requests, paired by id; False: never
     pair), None: pair where most ids are in both; `notes`: what pairing said."""
-    p = budget.percentile
+    p, unit = budget.percentile, unit_of(head.run.meta)  # unit: requests, or agent tasks
     pairs = (
         _pairs(base, head, proven=pair is True) if base is not None and pair is not False else None
     )
     split = _split(base, head, _common_slices(base, head), pairs, p)
     series = _series(base, head, split, pairs, budget)
-    changes = _changes(series, budget, unit_of(head.run.meta))
+    changes = _changes(series, budget, unit)
     verdicts = decide_rows(
         changes, floors_ms=[s.floor_ms for s in series], regression=budget.regression
     )
     rows = [
-        _row(s, change=c, verdict=v, split=split, budget=budget, unit=unit_of(head.run.meta))
+        _row(s, change=c, verdict=v, split=split, budget=budget, unit=unit)
         for s, c, v in zip(series, changes, verdicts, strict=True)
     ]
     slo_rows = tuple(r for r in rows if r.kind == "slo")
@@ -69,7 +69,7 @@ def compare(
         *_unbudgeted_notes(head, split, p),
         *_holm_notes(rows, changes, series, budget.regression),
         *notes,
-        *_pairing_notes(pairs, split.method, p, unit_of(head.run.meta)),
+        *_pairing_notes(pairs, split.method, p, unit),
         *(_runs_notes(base, head, budget) if base is not None and head.run.agent is None else []),
     ]
     return Comparison(
