@@ -43,7 +43,9 @@ class Prepared:
     # leaves out (shown as slices without a budget: their time is in the total)
     ttft_slices: tuple[str, ...] = ()
     unbudgeted: tuple[str, ...] = ()
-    total_from: str = "measured"  # "measured" | "timestamps" | "slices" | "ttft + slices"
+    total_from: str = (
+        "measured"  # "measured" | "timestamps" | "slices" | "ttft + slices" | "ttft + tpot"
+    )
     # where a side is several runs: the run of each value of a row (slice or metric name ->
     # labels as long as its values); empty for one run
     runs: dict[str, np.ndarray] = field(default_factory=dict)
@@ -57,7 +59,7 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     slices = {s: kept.pick(run.slices[s]) for s in wanted if s in run.slices}
     unbudgeted = [s for s in run.slices if s not in slices and s != UNATTRIBUTED]
     slices |= {s: kept.pick(run.slices[s]) for s in unbudgeted}  # their time is in the total
-    if run.total is None and not slices:
+    if run.total is None and not slices and not _from_tpot(run):
         raise InputError(
             f"{run.source}: no end-to-end time: neither a total nor any slice (it has: "
             f"{', '.join(run.available()) or 'nothing budgetdiff reads'}); add a total_ms column "
@@ -69,8 +71,7 @@ def prepare(run: Run, budget: Budget) -> Prepared:
         slices = {"first_token": kept.pick(run.ttft), **slices}
         before, unbudgeted = ["first_token"], ["first_token", *unbudgeted]
     total, ttft, total_from = _total_and_ttft(run, budget, kept, slices, before)
-    if run.end_time is not None and run.start_time is not None and run.total is None:
-        notes += [] if total_from == "timestamps" else [_span_note(run, kept)]
+    notes += _total_notes(run, kept, total_from)
     rest = _unattributed(total_from, budget, total, slices)
     if rest is not None:
         slices[UNATTRIBUTED] = rest
@@ -226,8 +227,9 @@ def _total_and_ttft(
 ) -> tuple[FloatArray, FloatArray | None, str]:
     """Each request's total and TTFT from everything the data has, and where the total is from.
 
-    Total: as measured, else the span of the request's timestamps, else every slice (budgeted
-    or not) where the time to the first token is the largest of what the data says of it: a
+    Total: as measured, else the span of the request's timestamps, else (no slices) TTFT + TPOT x
+    (output tokens - 1), else every slice (budgeted or not) where the time to the first token is
+    the largest of what the data says of it: a
     measured TTFT, a `first_token` slice, the sum of the other slices before it (they overlap:
     `first_token` spans them, and a TTFT column stands for slices the data lacks). TTFT: as
     measured, else that time, when a slice ends at the first token.
@@ -249,10 +251,30 @@ def _total_and_ttft(
         span = (kept.pick(run.end_time) - kept.pick(run.start_time)) * 1000.0
         if len(span) and bool(np.isfinite(span).all()) and bool((span >= 0).all()):
             return span, ttft, "timestamps"
+    if not slices and ttft is not None and run.tpot is not None and run.output_tokens is not None:
+        tokens = kept.pick(run.output_tokens)  # TTFT, then TPOT for each token after the first
+        return ttft + kept.pick(run.tpot) * np.maximum(tokens - 1.0, 0.0), ttft, "ttft + tpot"
     if bool(np.array_equal(to_first, slice_sum({s: slices[s] for s in before}, n))):
         return slice_sum(slices, n), ttft, "slices"  # nothing overlaps or stands in for a slice
     after = slice_sum({s: x for s, x in slices.items() if s not in before}, n)
     return to_first + after, ttft, "ttft + slices"
+
+
+def _total_notes(run: Run, kept: _Kept, total_from: str) -> list[str]:
+    """What a reader should know of where the end to end came from."""
+    if total_from == "ttft + tpot":
+        return [
+            f"{run.source}: no end-to-end column: the end to end is TTFT + TPOT x (output tokens "
+            "- 1) per request"
+        ]
+    spanned = run.end_time is not None and run.start_time is not None and run.total is None
+    return [_span_note(run, kept)] if spanned and total_from != "timestamps" else []
+
+
+def _from_tpot(run: Run) -> bool:
+    """No total, no slices, no timestamps, but TTFT, TPOT and the output tokens: the end to end
+    is TTFT + TPOT x (output tokens - 1), TPOT's own definition turned around."""
+    return run.ttft is not None and run.tpot is not None and run.output_tokens is not None
 
 
 def _ends_at_first_token(budget: Budget, before: list[str]) -> bool:

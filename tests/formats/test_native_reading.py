@@ -216,3 +216,29 @@ def test_one_slice_in_another_unit_is_a_units_doubt() -> None:
     assert _doubts("queue_ms,prefill_ms,decode_ms", rows) == []  # ...too small to tell alone
     rows = [f"{40 + i},{300 + i},{5200000 + i}" for i in range(50)]  # ms in a seconds column
     assert _doubts("queue_ms,prefill_ms,decode_s", rows) == [("units", "decode_s")]
+
+
+def test_ttft_tpot_and_tokens_give_the_end_to_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A harness that logs TTFT, TPOT and the answer's length, and no total: the end to end is
+    TTFT + TPOT x (output tokens - 1), said in a note (it was refused: 'no end-to-end time')."""
+    rng = np.random.default_rng(5)
+    ttft = 300 * np.exp(0.3 * rng.standard_normal(300))
+    tpot = 20 * np.exp(0.2 * rng.standard_normal(300))
+    tokens = rng.integers(100, 400, 300)
+    rows = [
+        f"r{i},{a:.4f},{b:.4f},{t}"
+        for i, (a, b, t) in enumerate(zip(ttft, tpot, tokens, strict=True))
+    ]
+    table = "request_id,ttft_ms,tpot_ms,output_tokens\n" + "\n".join(rows) + "\n"
+    head, budget = _files(tmp_path, table)
+    argv = ["check", "--head", str(head), "--budget", str(budget), "--output", "json"]
+    code = main(argv, {})
+    report = json.loads(capsys.readouterr().out)
+    data = np.genfromtxt(head, delimiter=",", names=True, dtype=None, encoding="utf-8")
+    truth = np.percentile(data["ttft_ms"] + data["tpot_ms"] * (data["output_tokens"] - 1), 95)
+    total = next(r for r in report["slo"] if r["metric"] == "total")
+    assert total["head_ms"] == pytest.approx(truth, rel=1e-6)
+    assert code == (1 if truth > 6500 else 0)
+    assert any("TTFT + TPOT x (output tokens - 1)" in n for n in report["notes"])
