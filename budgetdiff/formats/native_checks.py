@@ -40,7 +40,14 @@ def median(values: FloatArray) -> float:
 
 # ---------------------------------------------------------------- failures
 
-_OK_STATUS_TEXT = frozenset({"ok", "success", "succeeded", "completed", "complete", "done"})
+_OK_STATUS_TEXT = frozenset(
+    {"ok", "success", "succeeded", "completed", "complete", "done", "pass", "passed"}
+)
+# a `finish_reason` that says the answer did not end by itself (OpenAI's stop, length,
+# content_filter, tool_calls and any other reason: it did)
+_FAILED_FINISH = frozenset(
+    {"error", "abort", "aborted", "cancelled", "canceled", "timeout", "timed_out", "failed"}
+)
 _TRUE = frozenset({"true", "1", "yes", "y", "t", "1.0"})
 _FALSE = frozenset({"false", "0", "no", "n", "f", "0.0"})
 
@@ -69,6 +76,8 @@ def marker_failed(table: Table, use: ColumnUse, source: str) -> BoolArray:
             continue
         if use.target == "status":
             out[i] = _status_failed(text)
+        elif use.target == "finish_reason":
+            out[i] = text in _FAILED_FINISH
         elif isinstance(value, bool) or text in _TRUE | _FALSE:
             out[i] = (value is False) if isinstance(value, bool) else text in _FALSE
         else:

@@ -242,9 +242,27 @@ RULES: tuple[Rule, ...] = (
     Rule(
         FAILURE,
         "status",
-        ("status", "status_code", "http_status", "http_code", "response_code"),
+        (
+            "status",
+            "status_code",
+            "http_status",
+            "http_code",
+            "response_code",
+            "request_status",
+            "response_status",
+            "outcome",
+        ),
         None,
-        "HTTP status: 2xx succeeded, any other code failed (or ok/success/error as text)",
+        "HTTP status: 2xx succeeded, any other code failed; as text, ok, success, completed, done "
+        "and pass succeeded, any other word (error, timeout, fail, ...) failed",
+    ),
+    Rule(
+        FAILURE,
+        "finish_reason",
+        ("finish_reason", "stop_reason"),
+        None,
+        "why the answer ended: error, abort, cancelled, timeout or failed: the request failed; "
+        "stop, length and any other reason: it succeeded",
     ),
     Rule(
         FAILURE,
@@ -291,7 +309,8 @@ _BRACKET = re.compile(r"^(.*?)\s*[\(\[]\s*([^\)\]]+?)\s*[\)\]]\s*$")
 _SUFFIX = re.compile(r"^(.+?)_(" + "|".join(sorted(UNIT_SPELLINGS, key=len, reverse=True)) + r")$")
 # Columns that look like a latency or a failure marker: read by nothing, they are a note.
 _LOOKS_LATENCY = re.compile(r"(latency|time|ttft|tpot|itl|delay|wait|duration|elapsed)")
-_LOOKS_FAILURE = re.compile(r"(error|fail|status|success|exception)")
+# (`result` may hold PASS/FAIL or the model's answer: named in a note, not read as a status)
+_LOOKS_FAILURE = re.compile(r"(error|fail|status|success|exception|result|outcome)")
 
 
 @dataclass(frozen=True)

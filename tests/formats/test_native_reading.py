@@ -242,3 +242,51 @@ def test_ttft_tpot_and_tokens_give_the_end_to_end(
     assert total["head_ms"] == pytest.approx(truth, rel=1e-6)
     assert code == (1 if truth > 6500 else 0)
     assert any("TTFT + TPOT x (output tokens - 1)" in n for n in report["notes"])
+
+
+@pytest.mark.parametrize(
+    ("column", "failed", "succeeded"),
+    [
+        (
+            "finish_reason",
+            ["error", "abort", "cancelled", "timeout"],
+            ["stop", "length", "tool_calls"],
+        ),
+        ("outcome", ["timeout", "error", "FAIL"], ["ok", "PASS", "success"]),
+        ("request_status", ["rejected", "500"], ["completed", "200"]),
+    ],
+)
+def test_failure_words_in_an_outcome_or_finish_reason_column_fail_the_request(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    column: str,
+    failed: list[str],
+    succeeded: list[str],
+) -> None:
+    """Failed requests that answer fast would pull the p95 down: a harness's `finish_reason`
+    (OpenAI's stop and length are answers that ended by themselves) or `outcome` column says
+    which failed. These were read as nothing: every request counted, the p95 too good."""
+    rng = np.random.default_rng(11)
+    n = 300
+    bad = rng.random(n) < 0.1
+    total = np.where(bad, 50.0, 3000 * np.exp(0.3 * rng.standard_normal(n)))
+    words = [str(rng.choice(failed if b else succeeded)) for b in bad]
+    rows = [f"r{i},{t:.3f},{w}" for i, (t, w) in enumerate(zip(total, words, strict=True))]
+    head, budget = _files(tmp_path, f"request_id,e2e_ms,{column}\n" + "\n".join(rows) + "\n")
+    main(["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {})
+    report = json.loads(capsys.readouterr().out)
+    assert report["failed"]["head"] == int(bad.sum()) > 0
+    row = next(r for r in report["slo"] if r["metric"] == "total")
+    assert row["head_ms"] == pytest.approx(np.percentile(total[~bad], 95), rel=1e-6)
+
+
+def test_a_result_column_is_named_not_guessed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`result` may hold PASS/FAIL or the model's answer: not read as a status, but named in a
+    note with the way to map it."""
+    table = "request_id,e2e_ms,result\nr0,3000,PASS\nr1,50,FAIL\n"
+    head, budget = _files(tmp_path, table)
+    main(["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {})
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any("not read: result (looks like a failure marker)" in n for n in notes)
