@@ -68,6 +68,8 @@ finding that fails the check and says what was read and what it looks like
 - a median inter-token gap under 0.1 ms or over 10 s (vLLM's seconds in an `itl` column);
 - a column a thousand times its siblings; a TTFT ten times the end to end;
 - with no TTFT column, the slices before the first token summing to under 1 ms a request;
+- an end to end whose unit nothing states (guessed ms) under 100, with no token counts to
+  vouch for it: as seconds it is every chat answer, as milliseconds almost none;
 - time stamps that are epoch milliseconds, microseconds or nanoseconds in a column read as
   seconds (they are read in the unit their size shows, and the finding says so);
 - a `start_time` of plain numbers with no unit in its name and no `end_time` that is

@@ -196,6 +196,7 @@ KNOWN_TARGETS = frozenset({*KNOWN_SLICES, *METRICS})
 _RATIO = 1000.0  # a column this many times its siblings is in another unit
 _SIBLING_MIN = 10.0  # ms: below it a sibling is too small to measure others by (queue 2 ms)
 _WHOLES = frozenset({"total", "itl", "tpot"})
+_GUESSED_TOTAL_LOW = 100.0  # ms: an end to end under it, in a unit nothing states, may be seconds
 _BEFORE_FIRST_TOKEN = KNOWN_SLICES[: KNOWN_SLICES.index("first_token") + 1]
 _UNIT_NAME = {"ms": "milliseconds", "s": "seconds", "us": "microseconds", "ns": "nanoseconds"}
 
@@ -262,6 +263,7 @@ def unit_doubts(
         if m < low or m > high:
             looks = _fits(m, use, *_TYPICAL.get(use.target or "", (0.01, high)))
             add(use, m, "", looks, m < low)
+    _guessed_total(by_target.get("total"), medians, output_tokens, add)
     # a column a thousand times its siblings: among the parts of a request (slices, TTFT), not
     # the total (a long answer dwarfs every part), nor a decode the token counts can vouch for
     parts = {
@@ -290,6 +292,22 @@ def unit_doubts(
         if name in by_target and output_tokens is not None:
             _per_token(by_target[name], by_target.get("ttft"), output_tokens, ok, doubted, add)
     return [_with_kin(d, use, m, small, columns, medians, doubted) for use, m, small, d in out]
+
+
+def _guessed_total(
+    total: tuple[ColumnUse, FloatArray] | None,
+    medians: dict[str, float],
+    output_tokens: FloatArray | None,
+    add: Callable[[ColumnUse, float, str, str, bool], None],
+) -> None:
+    """An end to end whose unit nothing states (guessed ms) and no token count can vouch for:
+    under 100 it reads as seconds just as well (0.5 to 100 s is every chat answer; under 100 ms
+    almost none), so the unit is in doubt, not guessed quietly."""
+    if total is None or total[0].unit_from != GUESSED or output_tokens is not None:
+        return
+    m = medians.get(total[0].column)
+    if m is not None and 1.0 <= m < _GUESSED_TOTAL_LOW:
+        add(total[0], m, ", and an end to end that short is rare", "could be seconds", True)
 
 
 def _first_token_sum(

@@ -290,3 +290,32 @@ def test_a_result_column_is_named_not_guessed(
     main(["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {})
     notes = json.loads(capsys.readouterr().out)["notes"]
     assert any("not read: result (looks like a failure marker)" in n for n in notes)
+
+
+@pytest.mark.parametrize(
+    ("column", "scale", "doubted"),
+    [
+        ("duration", 1.0, True),  # seconds, no unit stated: read as ms it passed every SLO
+        ("duration_s", 1.0, False),  # the same seconds, said
+        ("duration", 1000.0, False),  # milliseconds, no unit stated: an end to end over 100
+    ],
+)
+def test_an_end_to_end_of_no_stated_unit_under_100_is_in_doubt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], column: str, scale: float, doubted: bool
+) -> None:
+    """No token counts to vouch for it: an end to end of 3 read as ms (a guess) is as much 3 s,
+    the likelier for a chat answer, so the unit is a failing `units` finding, not a guess."""
+    rng = np.random.default_rng(4)
+    seconds = 3.0 * np.exp(0.3 * rng.standard_normal(200))
+    rows = [f"r{i},{v * scale:.4f}" for i, v in enumerate(seconds)]
+    head, budget = _files(tmp_path, f"request_id,{column}\n" + "\n".join(rows) + "\n")
+    code = main(["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {})
+    report = json.loads(capsys.readouterr().out)
+    units = [f for f in report["findings"] if f["kind"] == "units"]
+    total = next(r for r in report["slo"] if r["metric"] == "total")
+    if doubted:
+        assert code == 1 and units and units[0]["fails"] and total["status"] == "doubtful"
+    else:
+        assert not units and total["doubt"] is None
+        ms = seconds * 1000 if column.endswith("_s") else seconds * scale
+        assert total["head_ms"] == pytest.approx(np.percentile(ms, 95), rel=1e-4)
