@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from budgetdiff.formats.native_names import LATENCY_ROLES, normalize, rule_for
+from budgetdiff.formats.native_names import LATENCY_ROLES, looks_read_worthy, normalize, rule_for
 
 # Keys that mark a benchmark tool's own JSON (read by that tool's format, not as a native table).
 TOOL_KEYS = frozenset(
@@ -57,9 +57,20 @@ def _first_json_object(text: str) -> Any:
 
 
 def _flat(obj: dict[str, Any]) -> bool:
-    for value in obj.values():
+    """A row of a table: numbers and texts, numeric lists (the gaps between tokens), and nested
+    objects under names that are no latency, left unread (an OpenAI response's `usage` beside a
+    harness's timings). Not a latency holding an object (`{"decode_ms": {"p50": ...}}` is a
+    summary), nor a list of objects or texts: a tool's own structure."""
+    for key, value in obj.items():
         if isinstance(value, dict):
-            return False
+            rule = rule_for(key)
+            latency = (
+                rule.role in LATENCY_ROLES
+                if rule
+                else looks_read_worthy(key) == "looks like a latency"
+            )
+            if latency:
+                return False
         if isinstance(value, list) and not all(
             isinstance(v, int | float) and not isinstance(v, bool) for v in value
         ):

@@ -243,6 +243,9 @@ def test_sniff_own_layouts() -> None:
     assert not native.sniff(b"a,b\n1,2\n", "x.csv")
     assert not native.sniff(b'[{"ttft_s": 1, "end_to_end_latency_s": 2}]', "x.json")
     assert not native.sniff(b'{"decode_ms": {"p50": 1}}', "x.json")
+    # an OpenAI response's `usage` beside a harness's timings: a row, its object left unread
+    assert native.sniff(b'{"ttft_ms": 1, "usage": {"completion_tokens": 3}}\n', "x.jsonl")
+    assert not native.sniff(b'{"ttft_ms": 1, "latency": {"p95": 3}}\n', "x.jsonl")
     assert not native.sniff(b"\x00\x01\x02", "x.csv")
 
 

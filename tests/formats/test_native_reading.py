@@ -319,3 +319,25 @@ def test_an_end_to_end_of_no_stated_unit_under_100_is_in_doubt(
         assert not units and total["doubt"] is None
         ms = seconds * 1000 if column.endswith("_s") else seconds * scale
         assert total["head_ms"] == pytest.approx(np.percentile(ms, 95), rel=1e-4)
+
+
+def test_json_lines_with_a_nested_usage_object_read_as_a_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A harness that writes its timings beside the OpenAI response's `usage` object: found as
+    a table under --format auto (it was "not a format budgetdiff recognises")."""
+    rng = np.random.default_rng(4)
+    ttft = 300 * np.exp(0.3 * rng.standard_normal(200))
+    total = ttft + 3000 * np.exp(0.3 * rng.standard_normal(200))
+    lines = [
+        json.dumps({"id": f"r{i}", "ttft_ms": a, "e2e_ms": b, "usage": {"completion_tokens": 99}})
+        for i, (a, b) in enumerate(zip(ttft, total, strict=True))
+    ]
+    head, budget = _files(tmp_path, "\n".join(lines) + "\n")
+    head = head.rename(head.with_suffix(".jsonl"))
+    assert (
+        main(["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {}) == 0
+    )
+    rows = {r["metric"]: r for r in json.loads(capsys.readouterr().out)["slo"]}
+    assert rows["total"]["head_ms"] == pytest.approx(np.percentile(total, 95), abs=2e-3)
+    assert rows["ttft"]["head_ms"] == pytest.approx(np.percentile(ttft, 95), abs=2e-3)
