@@ -40,6 +40,22 @@ def first_true(mask: np.ndarray[Any, Any]) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
+_GROUPED = re.compile(r"^\s*[-+]?\d{1,3}(,\d{3})+(\.\d+)?\s*$")
+
+
+def _fix(value: object, column: str) -> str:
+    """What to do about a cell that is not a number, by what it looks like."""
+    text = str(value).strip()
+    if text.lower() == column.strip().lower():  # the header again: files joined with `cat`
+        return (
+            "the header repeats there: pass each file as its own --head/--base (repeated runs) "
+            "instead of joining them"
+        )
+    if _GROUPED.match(text):
+        return "export the numbers without thousands separators (4171.3, not 4,171.3)"
+    return "write plain numbers (the unit goes in the column name suffix)"
+
+
 def as_float(table: Table, column: str, source: str) -> FloatArray:
     """The column as float64 (nulls -> NaN), or an error naming the first non-numeric row."""
     arr = table.get(column)
@@ -70,7 +86,7 @@ def as_float(table: Table, column: str, source: str) -> FloatArray:
                 NAME,
                 source,
                 f"row {i + 1}, column {column!r}: {value!r} is not a number; "
-                "write plain numbers (the unit goes in the column name suffix)",
+                + _fix(value, column),
             )
         cleaned = pc.if_else(blank, pa.scalar(None, pa.string()), pc.utf8_trim_whitespace(arr))
         floats = pc.fill_null(pc.cast(cleaned, pa.float64()), float("nan"))

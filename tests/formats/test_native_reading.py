@@ -341,3 +341,22 @@ def test_json_lines_with_a_nested_usage_object_read_as_a_table(
     rows = {r["metric"]: r for r in json.loads(capsys.readouterr().out)["slo"]}
     assert rows["total"]["head_ms"] == pytest.approx(np.percentile(total, 95), abs=2e-3)
     assert rows["ttft"]["head_ms"] == pytest.approx(np.percentile(ttft, 95), abs=2e-3)
+
+
+@pytest.mark.parametrize(
+    ("table", "fix"),
+    [
+        ('request_id,e2e_ms\nr0,"4,171.3"\n', "without thousands separators (4171.3, not 4,171.3)"),
+        ("request_id,e2e_ms\nr0,4171.3\nrequest_id,e2e_ms\nr1,3000\n", "the header repeats there"),
+        ("request_id,e2e_ms\nr0,fast\n", "write plain numbers"),
+    ],
+)
+def test_a_cell_that_is_no_number_says_the_fix_it_looks_like(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], table: str, fix: str
+) -> None:
+    """A spreadsheet's grouped thousands, two files joined with `cat`: exit 2, one line, the
+    row and column, and the fix for what the cell looks like."""
+    head, budget = _files(tmp_path, table)
+    assert main(["check", "--head", str(head), "--budget", str(budget)], {}) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "column 'e2e_ms'" in err and fix in err
