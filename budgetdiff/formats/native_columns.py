@@ -303,11 +303,17 @@ def check_latency(
         neg = values < 0
     if neg.any():
         i = first_true(neg)
+        sentinel = bool(np.all(values[neg] == values[i]))  # every one the same: a marker
+        fix = (
+            "if it marks a failed request, leave that row's latencies empty (a row with none "
+            "counts as failed) or mark it in an `error` column"
+            if sentinel
+            else "a duration cannot be negative, check how the column is computed"
+        )
         raise ReadError.at(
             NAME,
             source,
-            f"row {i + 1}, column {column!r}: negative latency ({numbers.given(values[i])}); "
-            "a duration cannot be negative, check how the column is computed",
+            f"row {i + 1}, column {column!r}: negative latency ({numbers.given(values[i])}); {fix}",
         )
     inf = np.isinf(values)
     if inf.any():

@@ -360,3 +360,21 @@ def test_a_cell_that_is_no_number_says_the_fix_it_looks_like(
     assert main(["check", "--head", str(head), "--budget", str(budget)], {}) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "column 'e2e_ms'" in err and fix in err
+
+
+def test_a_negative_sentinel_is_told_how_to_mark_a_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """-1 in every latency of the failed rows: a harness's marker, not a clock gone wrong."""
+    table = "request_id,ttft_ms,e2e_ms\nr0,300,3000\nr1,-1,-1\nr2,280,2900\nr3,-1,-1\n"
+    head, budget = _files(tmp_path, table)
+    assert main(["check", "--head", str(head), "--budget", str(budget)], {}) == 2
+    err = capsys.readouterr().err
+    assert "row 2, column 'ttft_ms': negative latency (-1)" in err
+    assert "if it marks a failed request" in err and "`error` column" in err
+    # and done that way, the rows count as failed
+    head.write_text(table.replace("-1", ""))
+    assert main(
+        ["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {}
+    ) in (0, 1)
+    assert json.loads(capsys.readouterr().out)["failed"]["head"] == 2
