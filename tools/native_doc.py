@@ -57,7 +57,8 @@ counts and the first rows as read; the JSON report's `inputs` carries the same m
 
 ## How the unit is decided, and checked
 
-In this order: the header's bracket, the name's suffix, the budget's `unit:`; else it is
+A duration column (Parquet's duration type, pandas' Timedelta) carries its own unit. Otherwise,
+in this order: the header's bracket, the name's suffix, the budget's `unit:`; else it is
 **guessed**: milliseconds for a duration, seconds for a time. Every latency column is then
 checked against the others and the token counts; a column that does not fit is a `units`
 finding that fails the check and says what was read and what it looks like

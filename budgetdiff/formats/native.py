@@ -44,6 +44,7 @@ from budgetdiff.formats.native_map import Mapping, known_slices, map_columns
 from budgetdiff.formats.native_names import (
     CLASS,
     FAILURE,
+    FROM_TYPE,
     GUESSED,
     ID,
     LATENCY_ROLES,
@@ -84,7 +85,7 @@ def _runs(table: Table, source: str, options: ReadOptions) -> list[Run]:
         raise ReadError.at(
             NAME, source, "the table has a header but no rows; write one row per request"
         )
-    mapping = map_columns(table.columns, options, source)
+    mapping = _typed_units(map_columns(table.columns, options, source), table)
     _require(mapping, table, source, options)
     doubts: list[Doubt] = []
     latencies = {u.column: _ms(table, u, source) for u in _latency_uses(mapping)}
@@ -148,6 +149,18 @@ def _require(mapping: Mapping, table: Table, source: str, options: ReadOptions) 
             f"({', '.join(KNOWN_SLICES)}) or ttft/total with a unit suffix such as _ms "
             "(docs/native-table.md lists every name read)",
         )
+
+
+def _typed_units(mapping: Mapping, table: Table) -> Mapping:
+    """A duration column (Parquet's, or pandas' Timedelta through the Python API) carries its
+    unit in its type: that unit, not the name's or a guess."""
+    uses = []
+    for use in mapping.uses:
+        kind = decoded(table.get(use.column)).type if use.role in LATENCY_ROLES else None
+        if kind is not None and pa.types.is_duration(kind):
+            use = replace(use, unit=kind.unit, unit_from=FROM_TYPE)
+        uses.append(use)
+    return Mapping(tuple(uses))
 
 
 def _latency_uses(mapping: Mapping) -> list[ColumnUse]:

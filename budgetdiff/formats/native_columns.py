@@ -68,6 +68,9 @@ def as_float(table: Table, column: str, source: str) -> FloatArray:
     if pa.types.is_integer(kind) or pa.types.is_floating(kind):
         # nulls -> NaN; an integer above 2**53 (epoch nanoseconds) rounds
         return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
+    if pa.types.is_duration(kind):  # counts of its unit (kind.unit), which the reader applies
+        counts = arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
+        return np.asarray(counts, dtype=np.float64)
     import pyarrow.compute as pc  # 40 ms of start-up: imported where it is needed
 
     if pa.types.is_decimal(kind):

@@ -34,6 +34,7 @@ FROM_SUFFIX = "suffix"
 FROM_BRACKET = "header bracket"
 FROM_BUDGET = "budget unit:"
 GUESSED = "guessed"
+FROM_TYPE = "column type"  # a duration column: Parquet duration, pandas Timedelta
 
 # Spellings of a unit in a suffix or a bracket -> the unit (milliseconds per unit: MS_PER).
 UNIT_SPELLINGS = {

@@ -378,3 +378,35 @@ def test_a_negative_sentinel_is_told_how_to_mark_a_failure(
         ["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {}
     ) in (0, 1)
     assert json.loads(capsys.readouterr().out)["failed"]["head"] == 2
+
+
+def test_duration_columns_carry_their_unit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pandas' Timedelta (`end - start` of two datetimes), in Parquet or through the Python API:
+    the unit is the column type's, not the name's or a guess (it was refused: 'holds
+    duration[ns], not numbers')."""
+    import pandas as pd
+
+    import budgetdiff
+
+    rng = np.random.default_rng(8)
+    ttft = 300 * np.exp(0.3 * rng.standard_normal(300))
+    total = ttft + 3000 * np.exp(0.3 * rng.standard_normal(300))
+    frame = pd.DataFrame(
+        {
+            "request_id": [f"r{i}" for i in range(300)],
+            "ttft": pd.to_timedelta(ttft, unit="ms"),
+            "latency_s": pd.to_timedelta(total, unit="ms"),  # a duration: the name's _s yields
+        }
+    )
+    head = tmp_path / "results.parquet"
+    frame.to_parquet(head)
+    _, budget = _files(tmp_path, "")
+    main(["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {})
+    rows = {r["metric"]: r for r in json.loads(capsys.readouterr().out)["slo"]}
+    assert rows["total"]["head_ms"] == pytest.approx(np.percentile(total, 95), abs=2e-3)
+    assert rows["ttft"]["head_ms"] == pytest.approx(np.percentile(ttft, 95), abs=2e-3)
+    report = budgetdiff.check(frame, budget)
+    (row,) = [r for r in report.to_frame().itertuples() if r.kind == "slo" and r.name == "total"]
+    assert row.head_ms == pytest.approx(np.percentile(total, 95), rel=1e-6)
