@@ -40,8 +40,8 @@ counts and the first rows as read; the JSON report's `inputs` carries the same m
 
 ## How a header is matched
 
-- Case, spaces and punctuation are folded: `Total Latency [s]`, `total-latency (s)` and
-  `total_latency_s` are the same name.
+- Case, spaces and punctuation are folded, and camelCase is split: `Total Latency [s]`,
+  `total-latency (s)`, `totalLatencyS` and `total_latency_s` are the same name.
 - A unit in brackets at the end (`TTFT (ms)`, `Queue [us]`) or a unit suffix (`_ms`, `_s`,
   `_us` and their spellings below) is the column's unit.
 - The budget's `column:` maps a slice to any column; its `unit:` is the column's unit for every

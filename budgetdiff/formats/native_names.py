@@ -306,6 +306,7 @@ RULES: tuple[Rule, ...] = (
 )
 
 _BY_NAME = {name: rule for rule in RULES for name in rule.names}
+_CAMEL = re.compile(r"([a-z])([A-Z])")  # a lower-case letter then a capital: a word starts
 _BRACKET = re.compile(r"^(.*?)\s*[\(\[]\s*([^\)\]]+?)\s*[\)\]]\s*$")
 _SUFFIX = re.compile(r"^(.+?)_(" + "|".join(sorted(UNIT_SPELLINGS, key=len, reverse=True)) + r")$")
 # Columns that look like a latency or a failure marker: read by nothing, they are a note.
@@ -324,8 +325,9 @@ class Name:
 
 
 def normalize(header: str) -> Name:
-    """`TTFT (ms)` -> ttft, ms from the bracket; `decode_s` -> decode, s from the suffix."""
-    text = header.strip().lower()
+    """`TTFT (ms)` -> ttft, ms from the bracket; `decode_s` -> decode, s from the suffix;
+    `ttftMs` (a JavaScript harness's camelCase) -> ttft, ms from the suffix."""
+    text = _CAMEL.sub(r"\1_\2", header.strip()).lower()
     unit = unit_from = None
     bracket = _BRACKET.match(text)
     if bracket and bracket.group(2).strip() in BRACKET_UNITS:

@@ -410,3 +410,20 @@ def test_duration_columns_carry_their_unit(
     report = budgetdiff.check(frame, budget)
     (row,) = [r for r in report.to_frame().itertuples() if r.kind == "slo" and r.name == "total"]
     assert row.head_ms == pytest.approx(np.percentile(total, 95), rel=1e-6)
+
+
+def test_camel_case_headers_are_the_same_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A JavaScript harness's `requestId, ttftMs, e2eLatencyMs`: the names and units of
+    `request_id, ttft_ms, e2e_latency_ms` (they were 'not a format budgetdiff recognises')."""
+    rng = np.random.default_rng(6)
+    ttft = 300 * np.exp(0.3 * rng.standard_normal(200))
+    total = ttft + 3000 * np.exp(0.3 * rng.standard_normal(200))
+    rows = [f"r{i},{a:.3f},{b:.3f}" for i, (a, b) in enumerate(zip(ttft, total, strict=True))]
+    head, budget = _files(tmp_path, "requestId,ttftMs,e2eLatencyMs\n" + "\n".join(rows) + "\n")
+    main(["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {})
+    report = json.loads(capsys.readouterr().out)
+    rows_by = {r["metric"]: r for r in report["slo"]}
+    assert rows_by["ttft"]["head_ms"] == pytest.approx(np.percentile(ttft, 95), abs=2e-3)
+    assert rows_by["total"]["head_ms"] == pytest.approx(np.percentile(total, 95), abs=2e-3)
