@@ -19,6 +19,7 @@ A stage is a scenario named after its load (`rate 10/s`), or its number (`stage 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -295,16 +296,7 @@ def _aggregate(doc: dict[str, Any], source: str) -> Run:
             raise _fail(source, "'successes.latency' is not an object")
     else:
         latency, names, side, prefix = successes, SERVER, "server", "successes"
-    summary: dict[str, dict[float, float]] = {}
-    for key, targets in names.items():
-        stats = latency.get(key)
-        if stats is None:
-            continue
-        values = _percentiles(stats, source, f"{prefix}.{key}")
-        if not values:
-            continue
-        for target in targets:
-            summary.setdefault(target, values)
+    summary = _summary(latency, names, _percentiles, source, prefix)
     if not summary:
         raise _fail(
             source,
@@ -342,6 +334,24 @@ def _aggregate(doc: dict[str, Any], source: str) -> Run:
     )
 
 
+def _summary(
+    latency: dict[str, Any],
+    names: Mapping[str, Sequence[str]],
+    read: Callable[[Any, str, str], dict[float, float]],  # (stats, source, where)
+    source: str,
+    prefix: str,
+) -> dict[str, dict[float, float]]:
+    """Each named latency's percentiles (`read` of its stats, named `prefix.key` in errors)
+    under every metric or slice it stands for; a latency with a mean only gives none."""
+    summary: dict[str, dict[float, float]] = {}
+    for key, targets in names.items():
+        stats = latency.get(key)
+        values = read(stats, source, f"{prefix}.{key}") if stats is not None else {}
+        for target in targets if values else ():
+            summary.setdefault(target, values)
+    return summary
+
+
 # ---------------------------------------------------------------- llm-d benchmark report
 
 
@@ -356,16 +366,7 @@ def _benchmark_report(doc: dict[str, Any], source: str) -> Run:
     latency = aggregate.get("latency")
     if not isinstance(latency, dict):
         raise _fail(source, f"'{where}.latency' is missing or not an object")
-    summary: dict[str, dict[float, float]] = {}
-    for key, targets in BR_LATENCY.items():
-        stats = latency.get(key)
-        if stats is None:
-            continue
-        values = _br_percentiles(stats, source, f"{where}.latency.{key}")
-        if not values:  # a mean only
-            continue
-        for target in targets:
-            summary.setdefault(target, values)
+    summary = _summary(latency, BR_LATENCY, _br_percentiles, source, f"{where}.latency")
     if not summary:
         raise _fail(
             source,
