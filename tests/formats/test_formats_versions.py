@@ -29,6 +29,17 @@ from budgetdiff.table import Run
 from tests.support.helpers import compare_json, run
 from tests.support.paths import SAMPLES
 
+# the budget most of these checks hold a file to (95 is also the default percentile)
+BUDGET_P95 = "version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n"
+
+
+def _check_argv(tmp_path: Path, head: Path, budget: str, *flags: str) -> list[str]:
+    """`budgetdiff check --head HEAD` against a budget of that text (written to tmp_path)."""
+    path = tmp_path / "b.yml"
+    path.write_text(budget)
+    return ["check", "--head", str(head), "--budget", str(path), *flags]
+
+
 OPTS = ReadOptions()
 PCTS = (50.0, 90.0, 95.0, 99.0)
 
@@ -275,9 +286,13 @@ def test_aiperf_0_3_aggregate_without_schema_version_is_aiperf_with_its_itl(
         for q in PCTS:
             want = doc[metric][f"p{q:g}"]
             assert np.percentile(values, q) == pytest.approx(want, rel=1e-9), (metric, q)
-    budget = tmp_path / "b.yml"
-    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000, itl: 50}\n")
-    argv = ["check", "--head", str(path), "--budget", str(budget), "--format", "aiperf"]
+    argv = _check_argv(
+        tmp_path,
+        path,
+        "version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000, itl: 50}\n",
+        "--format",
+        "aiperf",
+    )
     code, out, err = run([*argv, "--output", "json"], capsys)
     assert code == 0, err
     report = json.loads(out)
@@ -402,9 +417,7 @@ def test_aiperf_run_whose_every_request_failed_is_a_breach_with_its_count(
         assert got.ok is not None and not got.ok.any() and got.n == 32
     else:
         assert got.summary == {} and got.summary_count == got.meta["failures"] == 32
-    budget = tmp_path / "b.yml"
-    budget.write_text("version: 1\nslo: {ttft: 1200, total: 6000}\n")
-    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    argv = _check_argv(tmp_path, path, BUDGET_P95, "--output", "json")
     for chosen in ("auto", "aiperf"):
         code, out, _ = run([*argv, "--format", chosen], capsys)
         report = json.loads(out)
@@ -466,9 +479,7 @@ def test_aiperf_requests_it_cancelled_are_failures_said_so(
     assert got.ok is not None and int((~got.ok).sum()) == cancelled and got.n == 40
     note = got.meta["note"]
     assert isinstance(note, str) and "cancelled 16 of the 40 requests before they completed" in note
-    budget = tmp_path / "b.yml"
-    budget.write_text("version: 1\nslo: {ttft: 1200, total: 6000}\n")
-    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    argv = _check_argv(tmp_path, path, BUDGET_P95, "--output", "json")
     report = json.loads(run(argv, capsys)[1])
     assert report["verdict"] == "warn"  # every SLO holds, but 40% of the requests did not finish
     (finding,) = [f for f in report["findings"] if f["kind"] == "failures"]
@@ -480,7 +491,7 @@ def test_aiperf_requests_it_cancelled_are_failures_said_so(
     assert doc["error_summary"][0]["error_details"]["type"] == "RequestCancellationError"
     agg = _only(aiperf, aggregate)
     assert agg.meta["failures"] == doc["error_request_count"]["avg"] == cancelled
-    argv = ["check", "--head", str(aggregate), "--budget", str(budget), "--output", "json"]
+    argv = _check_argv(tmp_path, aggregate, BUDGET_P95, "--output", "json")
     report = json.loads(run(argv, capsys)[1])
     assert report["verdict"] == "warn" and report["failed"]["head"] == 16
     assert any("16 of 40 requests failed" in f["message"] for f in report["findings"])
@@ -496,9 +507,7 @@ def test_aiperf_run_stopped_before_its_end_is_said_to_be_cancelled(
     assert doc["was_cancelled"] is True and doc["request_count"]["avg"] == 63
     got = _only(aiperf, path)
     assert "cancelled the run" in str(got.meta["note"])
-    budget = tmp_path / "b.yml"
-    budget.write_text("version: 1\nslo: {ttft: 1200, total: 6000}\n")
-    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    argv = _check_argv(tmp_path, path, BUDGET_P95, "--output", "json")
     code, out, _ = run(argv, capsys)
     report = json.loads(out)
     assert code == 0 and report["verdict"] == "warn" and report["requests"]["head"] == 63
@@ -563,9 +572,13 @@ def test_vllm_run_where_nothing_completed_saved_with_details_is_a_breach(
     assert doc["completed"] == 0 and all(doc["errors"]) and set(doc["ttfts"]) == {0.0}
     got = _only(vllm, path)
     assert got.n == doc["failed"] == 50 and got.ok is not None and not got.ok.any()
-    budget = tmp_path / "b.yml"
-    budget.write_text("version: 1\npercentile: 99\nslo: {ttft: 1200}\nslices: {first_token: 500}\n")
-    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    argv = _check_argv(
+        tmp_path,
+        path,
+        "version: 1\npercentile: 99\nslo: {ttft: 1200}\nslices: {first_token: 500}\n",
+        "--output",
+        "json",
+    )
     code, out, err = run(argv, capsys)
     assert code == 1, err
     report = json.loads(out)
@@ -609,9 +622,9 @@ def test_vllm_0_11_without_a_failed_key_says_the_failure_count_is_unknown(
     for q, key in ((50.0, "p50"), (95.0, "p95"), (99.0, "p99")):
         assert agg.summary["ttft"][q] == doc[f"{key}_ttft_ms"]
         assert agg.summary["total"][q] == doc[f"{key}_e2el_ms"]
-    budget = tmp_path / "b.yml"
-    budget.write_text("version: 1\npercentile: 99\nslo: {ttft: 1200, total: 6000}\n")
-    argv = ["check", "--head", str(path), "--budget", str(budget)]
+    argv = _check_argv(
+        tmp_path, path, "version: 1\npercentile: 99\nslo: {ttft: 1200, total: 6000}\n"
+    )
     report = json.loads(run([*argv, "--output", "json"], capsys)[1])
     assert report["failed"]["head"] is None and report["requests"]["head"] == 43
     (note,) = [n for n in report["notes"] if "no 'failed' key" in n]
@@ -735,16 +748,14 @@ def test_guidellm_sample_large_enough_is_read_per_request_with_a_note(
     requests["successful"] = requests["successful"][:80]
     path = tmp_path / "benchmarks.json"
     path.write_text(json.dumps(doc))
-    budget = tmp_path / "b.yml"
-    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n")
-    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    argv = _check_argv(tmp_path, path, BUDGET_P95, "--output", "json")
     code, out, err = run(argv, capsys)
     assert code == 0, err
     report = json.loads(out)
     assert report["requests"]["head"] == 80
     assert any("a sample: 80 of the 100 successful requests" in n for n in report["notes"])
     # at p99 (368 needed) the same file gives way to GuideLLM's own percentiles
-    budget.write_text("version: 1\npercentile: 99\nslo: {ttft: 1200, total: 6000}\n")
+    argv = _check_argv(tmp_path, path, BUDGET_P95.replace("95", "99"), "--output", "json")
     code, out, err = run(argv, capsys)
     report = json.loads(out)
     assert report["requests"]["head"] == 100
@@ -803,9 +814,7 @@ def test_guidellm_leaves_out_warm_up_and_cool_down_as_its_statistics_do(
         isinstance(note, str) and "10 of the 60 listed requests ran in GuideLLM's warm-up" in note
     )
     # the report's p95 (budgetdiff's linear interpolation) is within 0.5% of GuideLLM's own
-    budget = tmp_path / "b.yml"
-    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n")
-    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    argv = _check_argv(tmp_path, path, BUDGET_P95, "--output", "json")
     code, out, err = run(argv, capsys)
     assert code == 0, err
     report = json.loads(out)
@@ -868,9 +877,13 @@ def test_guidellm_0_8_larger_run_matches_its_own_percentiles_within_half_a_perce
     listed = len(bench["requests"]["successful"]) + len(bench["requests"]["errored"])
     totals = metrics["request_totals"]
     assert listed == 400 and totals["total"] == 330 and totals["errored"] == 15
-    budget = tmp_path / "b.yml"
-    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1000, total: 5000}\n")
-    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    argv = _check_argv(
+        tmp_path,
+        path,
+        "version: 1\npercentile: 95\nslo: {ttft: 1000, total: 5000}\n",
+        "--output",
+        "json",
+    )
     code, out, err = run(argv, capsys)
     assert code == 0, err
     report = json.loads(out)
@@ -929,9 +942,7 @@ def test_aggregate_guidellm_shows_its_p50_beside_the_budgets_percentile(
     path = GUIDELLM / "guidellm_v0_3_benchmarks_stripped.yaml"
     doc = json.loads((GUIDELLM / "guidellm_v0_3_benchmarks_stripped.json").read_text())
     ttft = doc["benchmarks"][0]["metrics"]["time_to_first_token_ms"]["successful"]
-    budget = tmp_path / "b.yml"
-    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n")
-    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    argv = _check_argv(tmp_path, path, BUDGET_P95, "--output", "json")
     report = json.loads(run(argv, capsys)[1])
     (shown,) = [n for n in report["notes"] if n.startswith(f"head {path}")]
     ttft_part = shown.split("; ")[0]
@@ -1033,9 +1044,13 @@ def test_inference_perf_tpot_is_the_one_its_summary_uses(
         assert np.percentile(records.tpot, q) == pytest.approx(own[name] * 1000)
     assert np.mean(records.tpot) == pytest.approx(own["mean"] * 1000)
     # and so does the report, at the budget's percentile
-    budget = tmp_path / "b.yml"
-    budget.write_text("version: 1\npercentile: 90\nslo: {ttft: 1200, total: 6000}\n")
-    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    argv = _check_argv(
+        tmp_path,
+        path,
+        "version: 1\npercentile: 90\nslo: {ttft: 1200, total: 6000}\n",
+        "--output",
+        "json",
+    )
     code, out, err = run(argv, capsys)
     assert code == 0, err
     tpot = next(r for r in json.loads(out)["slo"] if r["metric"] == "tpot")
@@ -1094,9 +1109,7 @@ def test_schema_named_by_the_file_is_escaped(
     doc["aiperf_version"] = "**[x](http://e.vil)**"
     path = tmp_path / "profile_export_aiperf.json"
     path.write_text(json.dumps(doc))
-    budget = tmp_path / "b.yml"
-    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n")
-    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "markdown"]
+    argv = _check_argv(tmp_path, path, BUDGET_P95, "--output", "markdown")
     code, out, err = run(argv, capsys)
     assert code == 0, err
     footer = out.rstrip().splitlines()[-1]
