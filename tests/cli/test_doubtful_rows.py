@@ -317,6 +317,32 @@ def test_a_base_in_doubt_marks_the_row_and_leaves_the_heads_attainment(
     assert report["attainment"]["head"]["good"] == good
 
 
+SECONDS_BUDGET = (
+    "version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n"
+    "slices: {network: 150, queue: 250, prefill: 800, decode: 4200, app: 300}\n"
+    "first_token_after: prefill\n"
+)
+
+
+def _check_seconds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], *, tokens: bool
+) -> tuple[int, dict[str, Any], pd.DataFrame]:
+    """A table whose every `_ms` column holds seconds (a fast network, a 2 s decode), with or
+    without token counts, checked against the demo's slices: exit code, JSON report, table."""
+    rng = np.random.default_rng(7)
+    medians = {"network": 0.04, "queue": 0.03, "prefill": 0.3, "decode": 2.0, "app": 0.05}
+    columns = {f"{k}_ms": v * np.exp(0.3 * rng.standard_normal(400)) for k, v in medians.items()}
+    frame = pd.DataFrame({"request_id": [f"r{i}" for i in range(400)], **columns})
+    if tokens:
+        frame["output_tokens"] = 300
+    path = tmp_path / "seconds.csv"
+    frame.to_csv(path, index=False)
+    budget = tmp_path / "budget.yml"
+    budget.write_text(SECONDS_BUDGET)
+    code = main(["check", "--head", str(path), "--budget", str(budget), "--output", "json"], WIDE)
+    return code, json.loads(capsys.readouterr().out), frame
+
+
 def test_a_table_written_all_in_seconds_puts_every_row_in_doubt(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -324,21 +350,7 @@ def test_a_table_written_all_in_seconds_puts_every_row_in_doubt(
     tokens); network, queue, prefill and app in seconds look like a fast server. Read the same
     way as decode, and not clearly larger than it, they share its doubt: TTFT (their sum) and
     the total show no pass, where before TTFT read 0.57 ms with "ok"."""
-    rng = np.random.default_rng(7)
-    medians = {"network": 0.04, "queue": 0.03, "prefill": 0.3, "decode": 2.0, "app": 0.05}
-    columns = {f"{k}_ms": v * np.exp(0.3 * rng.standard_normal(400)) for k, v in medians.items()}
-    frame = pd.DataFrame({"request_id": [f"r{i}" for i in range(400)], **columns})
-    frame["output_tokens"] = 300
-    path = tmp_path / "seconds.csv"
-    frame.to_csv(path, index=False)
-    budget = tmp_path / "budget.yml"
-    budget.write_text(
-        "version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n"
-        "slices: {network: 150, queue: 250, prefill: 800, decode: 4200, app: 300}\n"
-        "first_token_after: prefill\n"
-    )
-    code = main(["check", "--head", str(path), "--budget", str(budget), "--output", "json"], WIDE)
-    report = json.loads(capsys.readouterr().out)
+    code, report, frame = _check_seconds(tmp_path, capsys, tokens=True)
     assert code == 1
     units = [f["message"] for f in report["findings"] if f["kind"] == "units"]
     # decode caught by the tokens, the time to first token by its sum; the rest named with them
@@ -359,22 +371,9 @@ def test_a_time_to_first_token_made_of_slices_under_a_millisecond_is_in_doubt(
     """The same seconds with no token counts: no column gives itself away (each slice could be
     a fast one), but their sum as the time to first token, under a millisecond, is no LLM
     request's. It passed every SLO before ("TTFT 0.57, ok 100%")."""
-    rng = np.random.default_rng(7)
-    medians = {"network": 0.04, "queue": 0.03, "prefill": 0.3, "decode": 2.0, "app": 0.05}
-    columns = {f"{k}_ms": v * np.exp(0.3 * rng.standard_normal(400)) for k, v in medians.items()}
-    frame = pd.DataFrame({"request_id": [f"r{i}" for i in range(400)], **columns})
-    path = tmp_path / "seconds.csv"
-    frame.to_csv(path, index=False)
+    code, report, frame = _check_seconds(tmp_path, capsys, tokens=False)
     early = frame[["network_ms", "queue_ms", "prefill_ms"]].sum(axis=1)
     assert np.median(early) < 1.0  # the truth: under a millisecond
-    budget = tmp_path / "budget.yml"
-    budget.write_text(
-        "version: 1\npercentile: 95\nslo: {ttft: 1200, total: 6000}\n"
-        "slices: {network: 150, queue: 250, prefill: 800, decode: 4200, app: 300}\n"
-        "first_token_after: prefill\n"
-    )
-    code = main(["check", "--head", str(path), "--budget", str(budget), "--output", "json"], WIDE)
-    report = json.loads(capsys.readouterr().out)
     assert code == 1 and report["verdict"] == "fail"
     (units,) = [f for f in report["findings"] if f["kind"] == "units"]
     assert "network_ms + queue_ms + prefill_ms" in units["message"]
