@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,6 +22,14 @@ def _files(tmp_path: Path, table: str, budget: str = BUDGET) -> tuple[Path, Path
     b = tmp_path / "budget.yml"
     b.write_text(budget)
     return t, b
+
+
+def _json_check(
+    head: Path, budget: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, dict[str, Any]]:
+    """`budgetdiff check --output json` of the table: exit code and report."""
+    code = main(["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {})
+    return code, json.loads(capsys.readouterr().out)
 
 
 def _table(seed: int, n: int = 200, *, header: str, row: str) -> tuple[str, dict[str, np.ndarray]]:
@@ -233,9 +242,7 @@ def test_ttft_tpot_and_tokens_give_the_end_to_end(
     ]
     table = "request_id,ttft_ms,tpot_ms,output_tokens\n" + "\n".join(rows) + "\n"
     head, budget = _files(tmp_path, table)
-    argv = ["check", "--head", str(head), "--budget", str(budget), "--output", "json"]
-    code = main(argv, {})
-    report = json.loads(capsys.readouterr().out)
+    code, report = _json_check(head, budget, capsys)
     data = np.genfromtxt(head, delimiter=",", names=True, dtype=None, encoding="utf-8")
     truth = np.percentile(data["ttft_ms"] + data["tpot_ms"] * (data["output_tokens"] - 1), 95)
     total = next(r for r in report["slo"] if r["metric"] == "total")
@@ -273,8 +280,7 @@ def test_failure_words_in_an_outcome_or_finish_reason_column_fail_the_request(
     words = [str(rng.choice(failed if b else succeeded)) for b in bad]
     rows = [f"r{i},{t:.3f},{w}" for i, (t, w) in enumerate(zip(total, words, strict=True))]
     head, budget = _files(tmp_path, f"request_id,e2e_ms,{column}\n" + "\n".join(rows) + "\n")
-    main(["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {})
-    report = json.loads(capsys.readouterr().out)
+    _, report = _json_check(head, budget, capsys)
     assert report["failed"]["head"] == int(bad.sum()) > 0
     row = next(r for r in report["slo"] if r["metric"] == "total")
     assert row["head_ms"] == pytest.approx(np.percentile(total[~bad], 95), rel=1e-6)
@@ -287,8 +293,7 @@ def test_a_result_column_is_named_not_guessed(
     note with the way to map it."""
     table = "request_id,e2e_ms,result\nr0,3000,PASS\nr1,50,FAIL\n"
     head, budget = _files(tmp_path, table)
-    main(["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {})
-    notes = json.loads(capsys.readouterr().out)["notes"]
+    notes = _json_check(head, budget, capsys)[1]["notes"]
     assert any("not read: result (looks like a failure marker)" in n for n in notes)
 
 
@@ -309,8 +314,7 @@ def test_an_end_to_end_of_no_stated_unit_under_100_is_in_doubt(
     seconds = 3.0 * np.exp(0.3 * rng.standard_normal(200))
     rows = [f"r{i},{v * scale:.4f}" for i, v in enumerate(seconds)]
     head, budget = _files(tmp_path, f"request_id,{column}\n" + "\n".join(rows) + "\n")
-    code = main(["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {})
-    report = json.loads(capsys.readouterr().out)
+    code, report = _json_check(head, budget, capsys)
     units = [f for f in report["findings"] if f["kind"] == "units"]
     total = next(r for r in report["slo"] if r["metric"] == "total")
     if doubted:
@@ -335,10 +339,9 @@ def test_json_lines_with_a_nested_usage_object_read_as_a_table(
     ]
     head, budget = _files(tmp_path, "\n".join(lines) + "\n")
     head = head.rename(head.with_suffix(".jsonl"))
-    assert (
-        main(["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {}) == 0
-    )
-    rows = {r["metric"]: r for r in json.loads(capsys.readouterr().out)["slo"]}
+    code, report = _json_check(head, budget, capsys)
+    assert code == 0
+    rows = {r["metric"]: r for r in report["slo"]}
     assert rows["total"]["head_ms"] == pytest.approx(np.percentile(total, 95), abs=2e-3)
     assert rows["ttft"]["head_ms"] == pytest.approx(np.percentile(ttft, 95), abs=2e-3)
 
@@ -403,8 +406,7 @@ def test_duration_columns_carry_their_unit(
     head = tmp_path / "results.parquet"
     frame.to_parquet(head)
     _, budget = _files(tmp_path, "")
-    main(["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {})
-    rows = {r["metric"]: r for r in json.loads(capsys.readouterr().out)["slo"]}
+    rows = {r["metric"]: r for r in _json_check(head, budget, capsys)[1]["slo"]}
     assert rows["total"]["head_ms"] == pytest.approx(np.percentile(total, 95), abs=2e-3)
     assert rows["ttft"]["head_ms"] == pytest.approx(np.percentile(ttft, 95), abs=2e-3)
     report = budgetdiff.check(frame, budget)
@@ -422,8 +424,7 @@ def test_camel_case_headers_are_the_same_names(
     total = ttft + 3000 * np.exp(0.3 * rng.standard_normal(200))
     rows = [f"r{i},{a:.3f},{b:.3f}" for i, (a, b) in enumerate(zip(ttft, total, strict=True))]
     head, budget = _files(tmp_path, "requestId,ttftMs,e2eLatencyMs\n" + "\n".join(rows) + "\n")
-    main(["check", "--head", str(head), "--budget", str(budget), "--output", "json"], {})
-    report = json.loads(capsys.readouterr().out)
+    _, report = _json_check(head, budget, capsys)
     rows_by = {r["metric"]: r for r in report["slo"]}
     assert rows_by["ttft"]["head_ms"] == pytest.approx(np.percentile(ttft, 95), abs=2e-3)
     assert rows_by["total"]["head_ms"] == pytest.approx(np.percentile(total, 95), abs=2e-3)
