@@ -59,7 +59,7 @@ def prepare(run: Run, budget: Budget) -> Prepared:
     slices = {s: kept.pick(run.slices[s]) for s in wanted if s in run.slices}
     unbudgeted = [s for s in run.slices if s not in slices and s != UNATTRIBUTED]
     slices |= {s: kept.pick(run.slices[s]) for s in unbudgeted}  # their time is in the total
-    if run.total is None and not slices and not _from_tpot(run):
+    if run.total is None and not slices and _decoding(run) is None:
         raise InputError(
             f"{run.source}: no end-to-end time: neither a total nor any slice (it has: "
             f"{', '.join(run.available()) or 'nothing budgetdiff reads'}); add a total_ms column "
@@ -251,9 +251,10 @@ def _total_and_ttft(
         span = (kept.pick(run.end_time) - kept.pick(run.start_time)) * 1000.0
         if len(span) and bool(np.isfinite(span).all()) and bool((span >= 0).all()):
             return span, ttft, "timestamps"
-    if not slices and ttft is not None and run.tpot is not None and run.output_tokens is not None:
-        tokens = kept.pick(run.output_tokens)  # TTFT, then TPOT for each token after the first
-        return ttft + kept.pick(run.tpot) * np.maximum(tokens - 1.0, 0.0), ttft, "ttft + tpot"
+    decoding = _decoding(run)
+    if not slices and ttft is not None and decoding is not None:
+        tpot, tokens = kept.pick(decoding[0]), kept.pick(decoding[1])
+        return ttft + tpot * np.maximum(tokens - 1.0, 0.0), ttft, "ttft + tpot"
     if bool(np.array_equal(to_first, slice_sum({s: slices[s] for s in before}, n))):
         return slice_sum(slices, n), ttft, "slices"  # nothing overlaps or stands in for a slice
     after = slice_sum({s: x for s, x in slices.items() if s not in before}, n)
@@ -271,10 +272,13 @@ def _total_notes(run: Run, kept: _Kept, total_from: str) -> list[str]:
     return [_span_note(run, kept)] if spanned and total_from != "timestamps" else []
 
 
-def _from_tpot(run: Run) -> bool:
-    """No total, no slices, no timestamps, but TTFT, TPOT and the output tokens: the end to end
-    is TTFT + TPOT x (output tokens - 1), TPOT's own definition turned around."""
-    return run.ttft is not None and run.tpot is not None and run.output_tokens is not None
+def _decoding(run: Run) -> tuple[FloatArray, FloatArray] | None:
+    """TPOT and the output tokens, when the run has them and a TTFT: with no total and no
+    slices, the end to end is TTFT + TPOT x (output tokens - 1), TPOT's definition turned
+    around."""
+    if run.ttft is None or run.tpot is None or run.output_tokens is None:
+        return None
+    return run.tpot, run.output_tokens
 
 
 def _ends_at_first_token(budget: Budget, before: list[str]) -> bool:
