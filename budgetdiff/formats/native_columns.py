@@ -306,7 +306,9 @@ def check_latency(
         neg = values < 0
     if neg.any():
         i = first_true(neg)
-        sentinel = bool(np.all(values[neg] == values[i]))  # every one the same: a marker
+        # -1, or one negative value in several rows: a marker, not a clock gone wrong
+        same = bool(np.all(values[neg] == values[i]))
+        sentinel = values[i] == -1 or (same and int(neg.sum()) > 1)
         fix = (
             "if it marks a failed request, leave that row's latencies empty (a row with none "
             "counts as failed) or mark it in an `error` column"

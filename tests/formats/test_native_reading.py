@@ -375,6 +375,9 @@ def test_a_negative_sentinel_is_told_how_to_mark_a_failure(
     err = capsys.readouterr().err
     assert "row 2, column 'ttft_ms': negative latency (-1)" in err
     assert "if it marks a failed request" in err and "`error` column" in err
+    skewed, _ = _files(tmp_path, "request_id,ttft_ms,e2e_ms\nr0,300,3000\nr1,-3.2,2900\n")
+    assert main(["check", "--head", str(skewed), "--budget", str(budget)], {}) == 2
+    assert "a duration cannot be negative" in capsys.readouterr().err  # a lone value: a clock
     # and done that way, the rows count as failed
     head.write_text(table.replace("-1", ""))
     code, report = _json_check(head, budget, capsys)
