@@ -136,21 +136,7 @@ def test_cli_base_artifact_from_main_not_from_a_forks_main(
         created_at="2024-02-01T00:00:00Z",
     )
     env = make_env(tmp_path, gh)
-    code = main(
-        [
-            "compare",
-            "--head",
-            str(head),
-            "--budget",
-            str(DEMO / "budget.yml"),
-            "--github",
-            "--base-artifact",
-            "latency-results",
-            "--comment",
-            "false",
-        ],
-        environ=env,
-    )
+    code = main(base_artifact_args(head), environ=env)
     assert code == 1
     assert "decode" in outputs(env)["regressions"].split(",")
     assert len(gh.storage_requests) == 1  # the archive came from storage, without the token
