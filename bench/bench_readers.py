@@ -550,7 +550,7 @@ INSTRUCTION_STEPS = {
         "import numpy, pyarrow, scipy.special, pydantic, yaml, tabulate"
     ),
     "+ budgetdiff's modules a compare imports": (
-        "import budgetdiff.evaluate, budgetdiff.commands.compare"
+        "import budgetdiff.evaluate.orchestrator, budgetdiff.commands.compare"
     ),
 }
 

@@ -15,12 +15,16 @@ __all__ = ["Report", "__version__", "check", "compare"]
 
 if TYPE_CHECKING:
     from budgetdiff.api import check, compare
-    from budgetdiff.report import Report
+    from budgetdiff.report.model import Report
 
 # The API is loaded when it is first used, not when any part of the package is: the console
 # script's `budgetdiff --help` or `budgetdiff schema` then loads neither the statistics nor the
 # readers (PEP 562).
-_LAZY = {"check": "budgetdiff.api", "compare": "budgetdiff.api", "Report": "budgetdiff.report"}
+_LAZY = {
+    "check": "budgetdiff.api",
+    "compare": "budgetdiff.api",
+    "Report": "budgetdiff.report.model",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -2,8 +2,8 @@
 
 action.yml passes every input through `env:` and runs `python -I -m budgetdiff.action` (isolated
 mode: the checked-out workspace cannot shadow budgetdiff's modules); nothing a user writes is
-ever spliced into a shell line or an argument list. `budgetdiff.options.ACTION_INPUTS` turns the
-inputs into the `RunOptions` the CLI's flags also become, and the compare runs as the CLI's does
+ever spliced into a shell line or an argument list. `commands.options.ACTION_INPUTS` turns
+the inputs into the `RunOptions` the CLI's flags also become, and the compare runs as the CLI's does
 (`budgetdiff.commands.compare`, through `cli.guarded`). What is the Action's own: the token, the
 results artifact of a `workflow_run` (the fork-PR flow), and the history branch.
 """
@@ -21,11 +21,11 @@ from pathlib import Path, PurePosixPath
 from budgetdiff import cli
 from budgetdiff.commands import check, compare
 from budgetdiff.commands.edge import Edge
+from budgetdiff.commands.options import ACTION_INPUTS, RunOptions, action_input, from_action
 from budgetdiff.errors import PublishError, UsageError
-from budgetdiff.evaluate import TREND_LINK_ENV
+from budgetdiff.evaluate.orchestrator import TREND_LINK_ENV
 from budgetdiff.github import GitHubContext, actions, fetch_results_artifact
 from budgetdiff.github.history_store import Store, validate_branch
-from budgetdiff.options import ACTION_INPUTS, RunOptions, action_input, from_action
 
 # input name -> the env var action.yml sets for it
 INPUTS = {name: spec.env for name, spec in ACTION_INPUTS.items()}

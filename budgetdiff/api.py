@@ -1,7 +1,7 @@
 """The Python API: `compare` and `check` on files or tables in memory, returning the Report the
-CLI renders. The same orchestrator as the CLI and the Action (`budgetdiff.evaluate.run`); only
+CLI renders. The same orchestrator as the CLI and the Action (`evaluate.orchestrator.run`); only
 the edge differs: results may be DataFrames, pyarrow Tables or dicts of arrays, the budget a
-dict, and the options are keyword arguments parsed by `budgetdiff.options`.
+dict, and the options are keyword arguments parsed by `budgetdiff.commands.options`.
 """
 
 from __future__ import annotations
@@ -15,13 +15,22 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
-from budgetdiff import budget as budgets
-from budgetdiff import evaluate, options
-from budgetdiff.budget import Budget
+from budgetdiff.budget import model as budgets
+from budgetdiff.budget.model import Budget
+from budgetdiff.commands import options
 from budgetdiff.errors import BudgetError, InputError, UsageError
-from budgetdiff.evaluate import Base, Files, Live, Request, Source, Tables, read_options
+from budgetdiff.evaluate import orchestrator as evaluate
+from budgetdiff.evaluate.orchestrator import (
+    Base,
+    Files,
+    Live,
+    Request,
+    Source,
+    Tables,
+    read_options,
+)
 from budgetdiff.formats import detect
-from budgetdiff.report import Report
+from budgetdiff.report.model import Report
 from budgetdiff.table import Run
 
 if TYPE_CHECKING:
@@ -135,7 +144,7 @@ def live(
     pass them to `compare`, or the head alone to `check` (base None: neither `base_match` nor
     `base_at` given). The arguments are the flags' (docs/deploy-gate.md); credentials come
     from `compare`'s `environ` (PROMETHEUS_TOKEN, ...)."""
-    from budgetdiff.formats.prometheus_live import LiveQuery  # httpx only when live
+    from budgetdiff.sources.prometheus import LiveQuery  # httpx only when live
 
     query = LiveQuery.parse(
         url,

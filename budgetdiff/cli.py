@@ -1,6 +1,6 @@
 """The console script: argv -> options -> a command -> exit code.
 
-`main` parses the arguments (`budgetdiff.parser`), runs the command (`budgetdiff.commands`) and
+`main` parses the arguments (`commands.parser`), runs the command (`budgetdiff.commands`) and
 is, with `guarded`, the one place an expected failure becomes its message and exit code: each
 of the error's lines (a budget's problems, one each) as a `budgetdiff: error:` line on stderr,
 then 2 (or the error's own code); a bug is exit 3 with one line that says where to report it.
@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from budgetdiff.commands.edge import Edge
+from budgetdiff.commands.parser import parse
 from budgetdiff.errors import BUG_EXIT_CODE, BudgetdiffError, bug_message
-from budgetdiff.parser import parse
 from budgetdiff.render.text import one_line
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from budgetdiff.errors import ReadError
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from budgetdiff.formats.agent_tasks import Tasks
+    from budgetdiff.formats.agent.tasks import Tasks
 
 # numpy.typing's NDArray, written out: numpy.typing is 0.5 ms of start-up for two aliases
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]

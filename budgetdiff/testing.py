@@ -9,7 +9,7 @@ from budgetdiff import api
 
 if TYPE_CHECKING:
     from budgetdiff.api import BudgetLike, Results
-    from budgetdiff.report import Report
+    from budgetdiff.report.model import Report
 
 
 def assert_within_budget(

@@ -9,15 +9,15 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from budgetdiff import numbers
-from budgetdiff.agent import step_moves
 from budgetdiff.errors import UsageError
-from budgetdiff.evaluate import Files, Reading
+from budgetdiff.evaluate.orchestrator import Files, Reading
+from budgetdiff.measure.agent import step_moves
 from budgetdiff.numbers import count, ms, percentile, steps
 
 if TYPE_CHECKING:
-    from budgetdiff.budget import Budget
+    from budgetdiff.budget.model import Budget
+    from budgetdiff.commands.options import WhatifOptions
     from budgetdiff.commands.whatif import Say
-    from budgetdiff.options import WhatifOptions
 
 
 def run(o: WhatifOptions, budget: Budget, env: Mapping[str, str], say: Say) -> int:

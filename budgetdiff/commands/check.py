@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from budgetdiff.commands.compare import evaluate_and_finish, request
 from budgetdiff.commands.edge import Edge
+from budgetdiff.commands.options import RunOptions
 from budgetdiff.errors import UsageError
-from budgetdiff.options import RunOptions
 
 
 def run(o: RunOptions, edge: Edge) -> int:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from budgetdiff import evaluate
-from budgetdiff.budget import load_budget
+from budgetdiff.budget.model import load_budget
 from budgetdiff.commands.edge import Edge
+from budgetdiff.commands.options import RunOptions
 from budgetdiff.commands.output import finish, write_atomic
 from budgetdiff.errors import UsageError
-from budgetdiff.evaluate import Base, Files, Live, Request, Source
-from budgetdiff.options import RunOptions
+from budgetdiff.evaluate import orchestrator as evaluate
+from budgetdiff.evaluate.orchestrator import Base, Files, Live, Request, Source
 
 # the options that go with --prometheus alone (the flag each is)
 LIVE_ONLY = ("base_match", "head_match", "window", "at", "base_at", "head_at")
@@ -62,7 +62,7 @@ def _sides(o: RunOptions, edge: Edge, *, compare: bool) -> tuple[Source, Base | 
 
 def _live(o: RunOptions, edge: Edge, *, compare: bool) -> tuple[Live, Base | None]:
     """Issue 27: both sides from the server `--prometheus` names (no file is read)."""
-    from budgetdiff.formats.prometheus_live import LiveQuery  # httpx only when live
+    from budgetdiff.sources.prometheus import LiveQuery  # httpx only when live
 
     if o.head or o.base or o.base_artifact or o.base_ref or o.head_ref:
         raise UsageError("--prometheus reads the sides from the server: drop --head/--base/--*-ref")

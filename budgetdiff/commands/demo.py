@@ -8,7 +8,7 @@ from importlib.resources import as_file, files
 
 from budgetdiff.commands import compare
 from budgetdiff.commands.edge import Edge
-from budgetdiff.options import RunOptions
+from budgetdiff.commands.options import RunOptions
 
 
 def run(o: RunOptions, edge: Edge) -> int:

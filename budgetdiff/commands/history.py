@@ -5,19 +5,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from budgetdiff import history, numbers
-from budgetdiff.budget import Regression
+from budgetdiff import numbers
+from budgetdiff.budget.model import Regression
 from budgetdiff.commands.edge import Edge
+from budgetdiff.commands.options import HistoryOptions
 from budgetdiff.commands.output import write_atomic
+from budgetdiff.commands.terminal import width
 from budgetdiff.errors import InputError
-from budgetdiff.evaluate import load_history
-from budgetdiff.history import History, Loaded
+from budgetdiff.evaluate.orchestrator import load_history
+from budgetdiff.measure import history
+from budgetdiff.measure.history import History, Loaded
 from budgetdiff.numbers import amount, count, pct, percentile
-from budgetdiff.options import HistoryOptions
 from budgetdiff.render.fit import column, prose, table
 from budgetdiff.render.page import render_page
 from budgetdiff.render.text import plain
-from budgetdiff.terminal import width
 
 
 def run(o: HistoryOptions, edge: Edge) -> int:

@@ -9,8 +9,8 @@ from importlib.resources import files
 from pathlib import Path
 
 from budgetdiff.commands.edge import Edge
+from budgetdiff.commands.options import InitOptions
 from budgetdiff.errors import UsageError
-from budgetdiff.options import InitOptions
 from budgetdiff.render.text import plain
 
 EXAMPLE_DIR = "budgetdiff-example"

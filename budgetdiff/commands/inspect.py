@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from budgetdiff.commands.edge import Edge
-    from budgetdiff.options import InspectOptions
+    from budgetdiff.commands.options import InspectOptions
     from budgetdiff.table import FloatArray, Run
 
 FIRST_ROWS = 5
@@ -22,10 +22,10 @@ FIRST_ROWS = 5
 def run(o: InspectOptions, edge: Edge) -> int:
     from pathlib import Path
 
-    from budgetdiff import sources
-    from budgetdiff.budget import load_budget
-    from budgetdiff.evaluate import read_options
+    from budgetdiff.budget.model import load_budget
+    from budgetdiff.evaluate.orchestrator import read_options
     from budgetdiff.formats import ReadOptions, detect
+    from budgetdiff.sources import files as sources
 
     options = read_options(load_budget(Path(o.budget))) if o.budget else ReadOptions()
     data = sources.read_bytes(o.file, None, sources.max_bytes(edge.environ))

@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from budgetdiff.budget_file import write_atomically
+from budgetdiff.budget.file import write_atomically
 from budgetdiff.commands.edge import Edge
+from budgetdiff.commands.options import RunOptions
+from budgetdiff.commands.terminal import width
 from budgetdiff.errors import UsageError
-from budgetdiff.options import RunOptions
 from budgetdiff.render.markdown import render_markdown
-from budgetdiff.report import Report
-from budgetdiff.terminal import width
+from budgetdiff.report.model import Report
 
 if TYPE_CHECKING:
     from budgetdiff.github import GitHubContext

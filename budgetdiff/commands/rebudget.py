@@ -5,20 +5,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from budgetdiff.budget import Budget, load_budget
-from budgetdiff.budget_file import write_budget
+from budgetdiff.budget.file import write_budget
+from budgetdiff.budget.model import Budget, load_budget
 from budgetdiff.commands.edge import Edge
+from budgetdiff.commands.options import RunOptions
+from budgetdiff.commands.terminal import width
 from budgetdiff.commands.whatif import Say
 from budgetdiff.errors import UsageError
-from budgetdiff.evaluate import Files, Reading, rebudget_for
+from budgetdiff.evaluate.orchestrator import Files, Reading, rebudget_for
+from budgetdiff.measure.results import Comparison
 from budgetdiff.numbers import count, ms, num, pct, percentile
-from budgetdiff.options import RunOptions
 from budgetdiff.render.cells import budget_meaning, fix_first
 from budgetdiff.render.fit import column, prose, table
 from budgetdiff.render.table import finding_line
 from budgetdiff.render.text import plain
-from budgetdiff.results import Comparison
-from budgetdiff.terminal import width
 
 
 def run(o: RunOptions, edge: Edge) -> int:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from budgetdiff.budget import json_schema
+from budgetdiff.budget.model import json_schema
 from budgetdiff.commands.edge import Edge
-from budgetdiff.options import NoOptions
+from budgetdiff.commands.options import NoOptions
 
 
 def run(o: NoOptions, edge: Edge) -> int:

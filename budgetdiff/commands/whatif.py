@@ -10,17 +10,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO, TypeAlias
 
-from budgetdiff import numbers, whatif
-from budgetdiff.budget import Budget, load_budget
+from budgetdiff import numbers
+from budgetdiff.budget.model import Budget, load_budget
 from budgetdiff.commands.edge import Edge
+from budgetdiff.commands.options import WhatifOptions
+from budgetdiff.commands.terminal import width
 from budgetdiff.errors import UsageError
-from budgetdiff.evaluate import ATTAINMENT, Files, Reading, WhatIf, what_if
+from budgetdiff.evaluate.orchestrator import ATTAINMENT, Files, Reading, WhatIf, what_if
+from budgetdiff.measure import whatif
 from budgetdiff.numbers import count, ms, pct, percentile, setting_pct, signed_ms
-from budgetdiff.options import WhatifOptions
 from budgetdiff.render.fit import column, prose, table
 from budgetdiff.render.table import finding_line
 from budgetdiff.render.text import plain
-from budgetdiff.terminal import width
 
 DEFAULT_BUDGET = "budget.yml"
 # (what, value, its SLO target): one line each against the SLO

@@ -47,7 +47,9 @@ def detect(data: bytes, source: str, options: ReadOptions) -> Reader:
     for candidate in READERS:
         if candidate.may_claim(head, looks_json) and candidate.sniff(head, source):
             return candidate
-    from budgetdiff.formats import native_sniff  # as the readers: imported when first needed
+    from budgetdiff.formats.native import (
+        sniff as native_sniff,  # as the readers: imported when first needed
+    )
 
     # the budget maps its own column names, or the columns are its own slices: a native table
     if options.columns or native_sniff.has_slices(head, options.slices):
@@ -76,7 +78,8 @@ def read_arrow(table: pa.Table, source: str, options: ReadOptions) -> list[Run]:
     """A table already in memory (the Python API): a step table of agent tasks when it has
     the step table's columns (as a file is found by them), else the native reader's table of
     requests; its exceptions sorted as `read` sorts a file's."""
-    from budgetdiff.formats import agent_steps, native
+    from budgetdiff.formats.agent import steps as agent_steps
+    from budgetdiff.formats.native import build as native
 
     if agent_steps.is_step_table(table.column_names):
         with _sorted_errors(agent_steps.NAME, source):

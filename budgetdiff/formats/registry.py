@@ -63,9 +63,12 @@ class Reader:
         return self.module.read(data, source, options)
 
 
-def _reader(name: str, schema: str, *, json: bool = True, text: bytes | None = None) -> Reader:
+def _reader(
+    name: str, schema: str, *, json: bool = True, text: bytes | None = None, module: str = ""
+) -> Reader:
     pattern = re.compile(text, re.MULTILINE) if text is not None else None
-    return Reader(name, schema, f"budgetdiff.formats.{name.replace('-', '_')}", json, pattern)
+    module = module or name.replace("-", "_")
+    return Reader(name, schema, f"budgetdiff.formats.{module}", json, pattern)
 
 
 READERS = (
@@ -77,12 +80,12 @@ READERS = (
     _reader("guidellm", "benchmarks", text=rb"^benchmarks:"),  # its YAML output too
     # and as YAML, and the llm-d benchmark report (BR 0.2) it writes beside them
     _reader("inference-perf", "lifecycle metrics", text=rb"^(?:load_summary|version):"),
-    _reader("agent-traces", "OTLP/JSON GenAI agent spans"),
+    _reader("agent-traces", "OTLP/JSON GenAI agent spans", module="agent.traces"),
     _reader("otlp", "OTLP/JSON"),
     _reader("otel-console", "ConsoleSpanExporter"),
     _reader("prometheus", "text exposition", json=False),
-    _reader("agent-steps", "one row per step", json=False),
-    _reader("native", "table", json=False),
+    _reader("agent-steps", "one row per step", json=False, module="agent.steps"),
+    _reader("native", "table", json=False, module="native.build"),
 )
 BY_NAME = {r.name: r for r in READERS}
 ALIASES = {

@@ -10,7 +10,7 @@ from typing import Any
 
 from budgetdiff.errors import PublishError
 from budgetdiff.github.api import ApiError, GitHubClient
-from budgetdiff.results import Acceptance
+from budgetdiff.measure.results import Acceptance
 
 PR_EVENTS = ("pull_request", "pull_request_target")
 

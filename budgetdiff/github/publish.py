@@ -20,12 +20,12 @@ from budgetdiff.errors import PublishError, UsageError
 from budgetdiff.github import actions, comment, event
 from budgetdiff.github.api import ApiError, GitHubClient
 from budgetdiff.github.context import GitHubContext
-from budgetdiff.report_id import REPORT_ID_RULE, is_report_id
+from budgetdiff.report.ids import REPORT_ID_RULE, is_report_id
 
 if TYPE_CHECKING:
     import httpx
 
-    from budgetdiff.results import Finding
+    from budgetdiff.measure.results import Finding
 
 DEFAULT_AUTHOR = "github-actions[bot]"
 

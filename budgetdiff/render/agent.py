@@ -7,12 +7,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from budgetdiff.agent_results import AgentRow, AgentSection, StepSplit
+from budgetdiff.measure.agent_results import AgentRow, AgentSection, StepSplit
+from budgetdiff.measure.results import Comparison
 from budgetdiff.numbers import count, interval, ms, num, pct, percentile, signed_ms, steps
 from budgetdiff.render import cells
 from budgetdiff.render.fit import column, prose, table
 from budgetdiff.render.text import md, plain
-from budgetdiff.results import Comparison
 
 LABELS = {
     "steps": "steps per task",

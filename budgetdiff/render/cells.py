@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from budgetdiff.measure.results import Comparison, Row, Side, Unit
+from budgetdiff.measure.whatif import FixFirst
 from budgetdiff.numbers import count, interval, ms, num, pct, percentile, points, signed_ms, times
-from budgetdiff.results import Comparison, Row, Side, Unit
-from budgetdiff.whatif import FixFirst
 
 CHANGE_WORDS = {
     "regression": "regression",

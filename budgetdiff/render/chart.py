@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from budgetdiff.measure.results import Change, Comparison, Row
 from budgetdiff.numbers import num, percentile
-from budgetdiff.results import Change, Comparison, Row
 
 # Letters and digits of any script, and a few harmless marks; never `:` `;` `#` `%` or a quote,
 # which end a task's text, start a comment or an entity, or a fence's backtick.

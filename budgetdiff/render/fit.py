@@ -21,7 +21,7 @@ from itertools import groupby
 
 from tabulate import tabulate
 
-DEFAULT_WIDTH = 80  # a pipe, a file, a CI log, the Python API: see `budgetdiff.terminal`
+DEFAULT_WIDTH = 80  # a pipe, a file, a CI log, the Python API: see `budgetdiff.commands.terminal`
 LONG_WORD = 20  # a word longer than this may be broken to fit a table column
 GAP = 2  # tabulate's "simple" layout: two spaces between columns
 

@@ -6,13 +6,13 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
+from budgetdiff.measure.results import Comparison, Finding, Row, Side, Summary
 from budgetdiff.render.agent import json_section
 from budgetdiff.render.summary import sentence, verbatim
 from budgetdiff.render.text import plain
-from budgetdiff.results import Comparison, Finding, Row, Side, Summary
 
 if TYPE_CHECKING:  # render reads the Report; report.py calls render
-    from budgetdiff.report import Report, Scenario
+    from budgetdiff.report.model import Report, Scenario
 
 SCHEMA = "budgetdiff.report/v1"
 MAX_COLUMNS = 500  # of a table's reading in `inputs` (a hostile header may hold 100,000)

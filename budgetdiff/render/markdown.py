@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from tabulate import DataRow, TableFormat, tabulate
 
+from budgetdiff.measure.results import Change, Comparison, Finding, Kind, Row, Status, Unit, Verdict
 from budgetdiff.numbers import (
     amount,
     budget_ms,
@@ -26,10 +27,9 @@ from budgetdiff.render.agent import markdown_section
 from budgetdiff.render.chart import budget_chart
 from budgetdiff.render.summary import kind_words, names, sentence
 from budgetdiff.render.text import md
-from budgetdiff.results import Change, Comparison, Finding, Kind, Row, Status, Unit, Verdict
 
 if TYPE_CHECKING:  # render reads the Report; report.py calls render
-    from budgetdiff.report import Report, Scenario
+    from budgetdiff.report.model import Report, Scenario
 
 GITHUB_COMMENT_LIMIT = 65_536
 ICON = {Verdict.PASS: "✅", Verdict.WARN: "⚠️", Verdict.FAIL: "❌"}

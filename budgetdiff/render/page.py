@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from budgetdiff import numbers
-from budgetdiff.history import History
+from budgetdiff.measure.history import History
 
 CDF_POINTS = 200  # per side: enough for a smooth curve, small enough for a large run
 

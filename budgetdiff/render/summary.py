@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from budgetdiff.measure.results import Change, Kind, Row, Status, Summary, Unit, Verdict
 from budgetdiff.numbers import ms, pct, percentile, signed_ms
-from budgetdiff.results import Change, Kind, Row, Status, Summary, Unit, Verdict
 
 # A finding's kind as a reader says it; a kind not named here is said as its name. `{units}`
 # and `{unit}`: what the run counts (`requests`, or an agent's `tasks`)

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from budgetdiff.measure.results import Comparison, Finding, Row, Unit
 from budgetdiff.numbers import budget_ms, count, interval, ms, num, pct, percentile
 from budgetdiff.render import cells
 from budgetdiff.render.agent import text_section
 from budgetdiff.render.fit import DEFAULT_WIDTH, Column, column, prose, table
 from budgetdiff.render.summary import sentence
 from budgetdiff.render.text import plain
-from budgetdiff.results import Comparison, Finding, Row, Unit
 
 if TYPE_CHECKING:  # render reads the Report; report.py calls render
-    from budgetdiff.report import Report, Scenario
+    from budgetdiff.report.model import Report, Scenario
 
 
 def render_table(report: Report, width: int | None = DEFAULT_WIDTH) -> str:

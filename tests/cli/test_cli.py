@@ -12,7 +12,7 @@ import pytest
 
 from budgetdiff.cli import guarded
 from budgetdiff.errors import BudgetError, InputError
-from budgetdiff.results import METRIC_LABELS
+from budgetdiff.measure.results import METRIC_LABELS
 from tests.support.helpers import BUDGET, compare_json, run, slices, write_table
 
 

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from budgetdiff import action
-from budgetdiff.aggregate import compare_aggregate
-from budgetdiff.budget import parse_budget
+from budgetdiff.budget.model import parse_budget
 from budgetdiff.errors import UsageError
-from budgetdiff.judge import judge
+from budgetdiff.judge.findings import judge
+from budgetdiff.measure.aggregate import compare_aggregate
 from budgetdiff.render.cells import change as change_cell
 from budgetdiff.table import Histogram, Run
 from tests.support.helpers import BUDGET, budget_file, compare_json, run, slices, write_table

@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 import yaml
 
-from budgetdiff.budget import BudgetError, budget_keys, parse_budget
+from budgetdiff.budget.model import BudgetError, budget_keys, parse_budget
 from tests.support.helpers import budgets_shown_with_errors, run
 from tests.support.paths import DEMO, ROOT
 

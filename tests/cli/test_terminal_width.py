@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from budgetdiff.cli import main
+from budgetdiff.commands.terminal import width
 from budgetdiff.render.fit import Column, column, prose, table
-from budgetdiff.terminal import width
 from tests.support.helpers import write_table
 from tests.support.paths import DEMO
 

@@ -13,16 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from budgetdiff.errors import InputError
-from budgetdiff.formats import (
-    ReadOptions,
-    genai_perf,
-    inference_perf,
-    native,
-    native_load,
-    otlp,
-    prometheus,
-)
+from budgetdiff.formats import ReadOptions, genai_perf, inference_perf, otlp, prometheus
 from budgetdiff.formats.combine import combine
+from budgetdiff.formats.native import build as native
+from budgetdiff.formats.native import load as native_load
 from budgetdiff.table import Run
 
 OPTS = ReadOptions()

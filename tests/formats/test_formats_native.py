@@ -11,7 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from budgetdiff.errors import InputError
-from budgetdiff.formats import ReadOptions, native
+from budgetdiff.formats import ReadOptions
+from budgetdiff.formats.native import build as native
 from budgetdiff.table import Run
 from tests.support.paths import sample_files
 

@@ -9,14 +9,8 @@ import numpy as np
 import pytest
 
 from budgetdiff.errors import InputError
-from budgetdiff.formats import (
-    ReadOptions,
-    agent_traces,
-    aiperf,
-    inference_perf,
-    otlp,
-    prometheus,
-)
+from budgetdiff.formats import ReadOptions, aiperf, inference_perf, otlp, prometheus
+from budgetdiff.formats.agent import traces as agent_traces
 from budgetdiff.formats.combine import combine
 from budgetdiff.table import Histogram, Itl, Run, histogram_quantile
 from tests.support.paths import SAMPLES, sample_files, sample_path

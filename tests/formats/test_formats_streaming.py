@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from budgetdiff.errors import InputError
-from budgetdiff.formats import ReadOptions, aiperf, llmperf, native, sglang
+from budgetdiff.formats import ReadOptions, aiperf, llmperf, sglang
 from budgetdiff.formats._checks import (
     Ctx,
     finite,
@@ -24,6 +24,7 @@ from budgetdiff.formats._checks import (
     number_lists,
     numbers,
 )
+from budgetdiff.formats.native import build as native
 
 CTX = Ctx("test", "t.json", "a test file")
 OPTS = ReadOptions()

@@ -113,7 +113,7 @@ def test_one_line_escapes_every_control_character() -> None:
 def test_a_crash_inside_budgetdiff_is_exit_3_with_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from budgetdiff import rows
+    from budgetdiff.measure import rows
 
     def broken(*args: object) -> None:
         raise ZeroDivisionError("float division by zero")

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from budgetdiff.formats.native_names import RULES, normalize, rule_for
+from budgetdiff.formats.native.names import RULES, normalize, rule_for
 from tools.native_doc import PAGE, render
 
 

@@ -192,7 +192,7 @@ def test_a_class_named_like_a_statistic_is_a_class_not_a_summary(
 
 
 def _doubts(header: str, rows: list[str]) -> list[tuple[str, str]]:
-    from budgetdiff.formats import native
+    from budgetdiff.formats.native import build as native
     from budgetdiff.formats.options import ReadOptions
 
     data = ("\n".join([header, *rows]) + "\n").encode()

@@ -14,11 +14,11 @@ import pytest
 
 from budgetdiff import action
 from budgetdiff.cli import main
+from budgetdiff.commands.options import RunOptions
 from budgetdiff.errors import InputError, UsageError
 from budgetdiff.github import GitHubContext, fetch_base_artifact
 from budgetdiff.github.artifact import Limits, extract
 from budgetdiff.github.comment import marker
-from budgetdiff.options import RunOptions
 from tests.support.fake_github import (
     BOT,
     PR,

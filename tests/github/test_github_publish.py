@@ -16,7 +16,7 @@ from budgetdiff.github import Publication, publish, validate_report_id
 from budgetdiff.github.actions import command, format_outputs
 from budgetdiff.github.api import ApiError, GitHubClient
 from budgetdiff.github.comment import COMMENT_MAX_CHARS, fit, marker, text_length
-from budgetdiff.results import Finding
+from budgetdiff.measure.results import Finding
 from tests.support.fake_github import (
     BOT,
     PR,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from budgetdiff.cli import main
-from budgetdiff.formats.prometheus_api import BACKOFF_S
+from budgetdiff.sources.prometheus_api import BACKOFF_S
 from tests.prometheus.conftest import BUDGET, Server, free_port
 
 STABLE, STABLE_B, CANARY = '{version="stable"}', '{version="stable-b"}', '{version="canary"}'

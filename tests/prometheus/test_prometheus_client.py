@@ -10,10 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from budgetdiff.budget import parse_budget
+from budgetdiff.budget.model import parse_budget
 from budgetdiff.errors import BudgetError, UsageError
-from budgetdiff.formats.prometheus_api import PrometheusClient, PrometheusError
-from budgetdiff.formats.prometheus_live import LiveQuery, candidates, read_live
+from budgetdiff.sources.prometheus import LiveQuery, candidates, read_live
+from budgetdiff.sources.prometheus_api import PrometheusClient, PrometheusError
 
 URL = "http://prometheus.test:9090"
 

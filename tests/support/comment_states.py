@@ -14,7 +14,7 @@ import numpy as np
 
 import budgetdiff
 from budgetdiff.cli import main
-from budgetdiff.report import Report, Scenario
+from budgetdiff.report.model import Report, Scenario
 from tests.support.helpers import slices, write_table
 
 BUDGET = {

@@ -7,7 +7,7 @@ import jsonschema
 import pytest
 import yaml
 
-from budgetdiff.budget import BudgetError, json_schema, parse_budget
+from budgetdiff.budget.model import BudgetError, json_schema, parse_budget
 
 AGENT_BUDGET = """\
 percentile: 95

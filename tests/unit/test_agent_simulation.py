@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from budgetdiff.agent import compare
-from budgetdiff.budget import parse_budget
-from budgetdiff.formats.agent_tasks import Task, build
-from budgetdiff.results import Change
+from budgetdiff.budget.model import parse_budget
+from budgetdiff.formats.agent.tasks import Task, build
+from budgetdiff.measure.agent import compare
+from budgetdiff.measure.results import Change
 
 pytestmark = pytest.mark.slow  # hundreds of simulated pairs: `-m "not slow"` skips them
 

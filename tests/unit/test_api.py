@@ -13,10 +13,10 @@ import pyarrow as pa
 import pytest
 
 import budgetdiff
-from budgetdiff.budget import parse_budget
+from budgetdiff.budget.model import parse_budget
 from budgetdiff.cli import main
 from budgetdiff.errors import BudgetError, InputError, ReaderBug, UsageError
-from budgetdiff.report import FRAME_COLUMNS, Report
+from budgetdiff.report.model import FRAME_COLUMNS, Report
 from budgetdiff.testing import assert_within_budget
 from tests.support.helpers import BUDGET
 from tests.support.paths import DEMO, ROOT
@@ -172,7 +172,7 @@ def test_a_bug_in_the_in_memory_reader_is_a_bug_not_bad_input(
 ) -> None:
     """A KeyError inside the native reader of a DataFrame is budgetdiff's bug (ReaderBug, exit
     3 in the CLI), never an InputError that blames the user's table."""
-    from budgetdiff.formats import native
+    from budgetdiff.formats.native import build as native
 
     def broken(*args: object) -> None:
         raise KeyError("stands for any bug")

@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from budgetdiff.attribution import (
+from budgetdiff.formats import ReadOptions, vllm
+from budgetdiff.measure.attribution import (
     MAX_SHAPLEY_SLICES,
     headline,
     quantile_change,
@@ -21,7 +22,6 @@ from budgetdiff.attribution import (
     tail_contributions,
     tail_shares,
 )
-from budgetdiff.formats import ReadOptions, vllm
 from budgetdiff.table import UNATTRIBUTED, FloatArray
 from tests.support.paths import SAMPLES
 

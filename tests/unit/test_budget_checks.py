@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from budgetdiff.budget import BudgetError, json_schema, validate_budget
+from budgetdiff.budget.model import BudgetError, json_schema, validate_budget
 from tests.support.helpers import run, slices, write_table
 from tests.support.paths import GOLDEN
 

@@ -10,9 +10,10 @@ import pytest
 
 import budgetdiff
 import budgetdiff.api
-from budgetdiff import changepoint, history
 from budgetdiff.cli import main
-from budgetdiff.report import Scenario
+from budgetdiff.measure import history
+from budgetdiff.report.model import Scenario
+from budgetdiff.stats import changepoint
 from tests.support.history import BUDGET, build_history, check_line, write_run
 
 

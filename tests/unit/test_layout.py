@@ -137,17 +137,17 @@ def test_the_import_walk_sees_what_it_must() -> None:
     """Not vacuous: absolute, relative, function-level and type-only imports are told apart."""
     source = (
         "from typing import TYPE_CHECKING\n"
-        "from budgetdiff.report import Report\n"
+        "from budgetdiff.report.model import Report\n"
         "from . import table\n"
         "def f():\n    from budgetdiff import github\n"
-        "if TYPE_CHECKING:\n    from budgetdiff.evaluate import x\n"
+        "if TYPE_CHECKING:\n    from budgetdiff.evaluate.orchestrator import x\n"
     )
     found = _imports(source, "budgetdiff.render.markdown")
-    assert (2, "budgetdiff.report") in found
+    assert (2, "budgetdiff.report.model") in found
     assert (3, "budgetdiff.render") in found
     assert (5, "budgetdiff.github") in found
-    assert not any(target == "budgetdiff.evaluate" for _, target in found)
-    assert _rank("budgetdiff.report") > _rank("budgetdiff.render.markdown")  # type: ignore[operator]
+    assert not any(target == "budgetdiff.evaluate.orchestrator" for _, target in found)
+    assert _rank("budgetdiff.report.model") > _rank("budgetdiff.render.markdown")  # type: ignore[operator]
 
 
 # a format spec inside an f-string: `{x:.1f}`, `{n:,}`, `{p:g}`, `{f:.0%}`
@@ -196,9 +196,11 @@ def test_a_command_loads_only_what_it_runs() -> None:
     the statistics, and a compare loads no other command."""
     for argv in (["--help"], ["schema"], ["compare", "--help"]):
         loaded = _loaded(*argv)
-        assert not {"scipy", "budgetdiff.evaluate", "budgetdiff.formats.detect"} & loaded, argv
+        assert (
+            not {"scipy", "budgetdiff.evaluate.orchestrator", "budgetdiff.formats.detect"} & loaded
+        ), argv
     assert "budgetdiff.commands.schema" in _loaded("schema")
     compare = _loaded("demo", "--output", "json")
-    assert {"budgetdiff.commands.demo", "budgetdiff.evaluate", "scipy"} <= compare
+    assert {"budgetdiff.commands.demo", "budgetdiff.evaluate.orchestrator", "scipy"} <= compare
     others = {f"budgetdiff.commands.{c}" for c in ("whatif", "history", "init", "inspect")}
     assert not others & compare

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from budgetdiff.budget import parse_budget
-from budgetdiff.prepare import prepare
-from budgetdiff.results import Comparison
-from budgetdiff.rows import compare
+from budgetdiff.budget.model import parse_budget
+from budgetdiff.measure.prepare import prepare
+from budgetdiff.measure.results import Comparison
+from budgetdiff.measure.rows import compare
 from budgetdiff.table import Run
 from tests.support.helpers import compare_json, run, write_table
 

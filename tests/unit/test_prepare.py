@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from budgetdiff.budget import parse_budget
+from budgetdiff.budget.model import parse_budget
 from budgetdiff.errors import InputError
 from budgetdiff.formats import ReadOptions, detect
-from budgetdiff.prepare import prepare
+from budgetdiff.measure.prepare import prepare
 from budgetdiff.table import Itl, Run
 
 BUDGET = parse_budget("version: 1\nslo: {total: 6000, itl: 20}\n", "b.yml")
@@ -131,7 +131,7 @@ def test_each_rows_values_keep_their_run() -> None:
     """A side of several runs: every row's values carry the run they came from, cut as the row
     cuts its values (failed requests out, arrival order within a run, TPOT of requests with
     more than one token, ITL per gap, the longest stall of requests with gaps)."""
-    from budgetdiff.budget import parse_budget
+    from budgetdiff.budget.model import parse_budget
     from budgetdiff.table import Itl
 
     budget = parse_budget("version: 1\npercentile: 95\nslo: {total: 1000}\n", "budget.yml")

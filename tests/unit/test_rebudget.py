@@ -12,15 +12,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from budgetdiff.budget import Budget, parse_budget
-from budgetdiff.budget_file import (
+from budgetdiff.budget.file import (
     ADDED_COMMENT,
     update_budget_text,
     write_atomically,
     write_budget,
 )
+from budgetdiff.budget.model import Budget, parse_budget
 from budgetdiff.errors import BudgetError
-from budgetdiff.rebudget import feasibility, missing_slices, propose
+from budgetdiff.measure.rebudget import feasibility, missing_slices, propose
 from tests.support.paths import ROOT
 
 DOC = ROOT / "docs" / "rebudget.md"
@@ -113,7 +113,7 @@ def test_a_model_upgrade_that_fits_the_slo_is_writable() -> None:
 
 
 def test_when_the_total_does_not_fit_it_says_by_how_much_and_what_to_fix_first() -> None:
-    from budgetdiff.whatif import FixFirst
+    from budgetdiff.measure.whatif import FixFirst
 
     budget = _budget()
     parts = {"network": 100.0, "queue": 200.0, "prefill": 600.0, "decode": 5400.0, "app": 80.0}

@@ -14,9 +14,9 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from budgetdiff.budget import parse_budget
-from budgetdiff.prepare import prepare
-from budgetdiff.rows import compare
+from budgetdiff.budget.model import parse_budget
+from budgetdiff.measure.prepare import prepare
+from budgetdiff.measure.rows import compare
 from budgetdiff.stats import attainment, compare_percentile, decide, interval
 from budgetdiff.table import Run
 from tests.support import simulation as sim

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 import budgetdiff
-from budgetdiff.judge import at_risk, summarize
+from budgetdiff.judge.findings import at_risk, summarize
+from budgetdiff.measure.results import Change, Comparison, Finding, Kind, Row, Side, Status, Verdict
 from budgetdiff.render.markdown import render_markdown
 from budgetdiff.render.summary import sentence, verbatim
-from budgetdiff.results import Change, Comparison, Finding, Kind, Row, Side, Status, Verdict
 
 HEAD = Side(source="head.csv", requests=100, failed=0, attainment=None, meta={})
 

@@ -1,0 +1,184 @@
+"""Which requests of base and head are the same request: paired by id only when proven.
+
+Two runs that both number their requests r0..r999 share every id and none of their prompts.
+A request id pairs a base request with a head request only when the two agree on what they
+asked: the prompt and output token counts where both tables have them, the prompt hash where
+both give one. A head that re-ran part of the base is compared on the requests both ran.
+Pure: runs in, runs out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from budgetdiff import numbers
+from budgetdiff.errors import UsageError
+from budgetdiff.measure.results import Unit, unit_of
+from budgetdiff.table import Run, repeated_ids
+
+# Ids pair when at least this share of the requests in both agree on what they asked (a few
+# may differ: an answer cut short by a timeout); the ones that disagree are left out.
+AGREE = 0.95
+# Without a proof of what was asked, ids pair only when most of the smaller side is in both.
+OVERLAP = 0.9
+# What a request asked, as the tables may say it: (Run field, words for a note)
+_EVIDENCE = (
+    ("input_tokens", "prompt token counts"),
+    ("output_tokens", "output token counts"),
+    ("prompt_hash", "prompt hashes"),
+)
+
+
+@dataclass(frozen=True)
+class Match:
+    """The base and head requests to compare (all of them, or those both ran), whether they are
+    paired request by request, and what the report must say about it."""
+
+    base: Run
+    head: Run
+    paired: bool
+    notes: tuple[str, ...] = ()
+
+
+def match(base: Run, head: Run, pair: bool | None = None) -> Match:
+    """Pair base and head by request id where the requests agree on what they asked; `pair`
+    True (`--pair`) pairs on ids alone, False (`--no-pair`) never pairs. The notes name what
+    the runs count (`request`, or an agent's `task`)."""
+    unit = unit_of(head.meta)
+    if pair is False:
+        return Match(base, head, False, (f"not paired by {unit.value} id (--no-pair)",))
+    why_not = _unusable(base) or _unusable(head)
+    if why_not:
+        if pair:
+            raise UsageError(f"--pair: {why_not}; pair only runs with one id per {unit.value}")
+        return Match(base, head, False)
+    a, b = base.request_id, head.request_id
+    assert a is not None and b is not None
+    common, ib, ih = np.intersect1d(a, b, assume_unique=True, return_indices=True)
+    if not len(common):
+        if pair:
+            raise UsageError(f"--pair: no {unit.value} id of {head.source} is in {base.source}")
+        return Match(base, head, False)
+    agree, said = _agreement(base, head, ib, ih)
+    if pair:
+        agreed = f"; their {_what(said)} agree on {numbers.pct(100 * float(agree.mean()))}"
+        note = f"paired by {unit.value} id (--pair){agreed if said else ''}"
+        return _paired(base, head, ib, ih, [note], unit)
+    if not said:
+        if len(common) < OVERLAP * min(base.n, head.n):
+            return Match(base, head, False, (_few_in_both(len(common), base, head, unit),))
+        note = (
+            f"paired by {unit.value} id alone: neither table has token counts or a prompt hash "
+            f"to show the {unit.plural} asked the same; --no-pair if they did not"
+        )
+        return _paired(base, head, ib, ih, [note], unit)
+    share = float(agree.mean())
+    if share < AGREE:
+        return Match(
+            base,
+            head,
+            False,
+            (
+                f"{numbers.count(len(common))} {unit.value} ids are in both runs, but their "
+                f"{_what(said)} agree on only {numbers.pct(100 * share)} of them: not the "
+                f"same {unit.plural}, compared unpaired; --pair to pair them anyway",
+            ),
+        )
+    kept = int(agree.sum())
+    if kept < OVERLAP * min(base.n, head.n):
+        return Match(base, head, False, (_few_in_both(kept, base, head, unit),))
+    notes = [f"the {unit.plural} paired by id agree on their {_what(said)}"]
+    if kept < len(common):
+        notes.append(
+            f"{numbers.count(len(common) - kept)} {unit.value}(s) in both disagree on their "
+            f"{_what(said)}: left out of the comparison"
+        )
+    return _paired(base, head, ib[agree], ih[agree], notes, unit)
+
+
+def _paired(
+    base: Run, head: Run, ib: np.ndarray, ih: np.ndarray, notes: list[str], unit: Unit
+) -> Match:
+    """Both runs cut to the paired requests (each in its own order), and said so when that
+    leaves some out."""
+    if len(ib) == base.n == head.n:
+        return Match(base, head, True, tuple(notes))
+    notes.append(
+        f"head ran {numbers.count(head.n)} {unit.plural} and base {numbers.count(base.n)}: "
+        f"compared on the {numbers.count(len(ib))} both ran, the others are left out"
+    )
+    return Match(_rows(base, np.sort(ib)), _rows(head, np.sort(ih)), True, tuple(notes))
+
+
+def _few_in_both(k: int, base: Run, head: Run, unit: Unit) -> str:
+    return (
+        f"only {numbers.count(k)} {unit.value} ids are in both runs (base "
+        f"{numbers.count(base.n)}, head {numbers.count(head.n)}): compared unpaired, on every "
+        f"{unit.value} of each"
+    )
+
+
+def _unusable(run: Run) -> str | None:
+    """Why a run's ids cannot pair its requests (or tasks), or None."""
+    ids, unit = run.request_id, unit_of(run.meta)
+    if ids is None or run.n < 2:
+        return f"{run.source} has no {unit.value} ids"
+    if not (ids != "").all():
+        return f"{run.source} has {unit.plural} without an id"
+    if repeated_ids(ids):
+        return f"{run.source} repeats {unit.value} ids"
+    return None
+
+
+def _both(base: Run, head: Run, name: str) -> bool:
+    return getattr(base, name) is not None and getattr(head, name) is not None
+
+
+def _agreement(
+    base: Run, head: Run, ib: np.ndarray, ih: np.ndarray
+) -> tuple[np.ndarray, list[str]]:
+    """Per request in both: do they agree on what they asked, where both tables say it; and
+    what was compared (a column both have, with a value on both sides for some request)."""
+    agree = np.ones(len(ib), dtype=bool)
+    said = []
+    for name, words in _EVIDENCE:
+        if not _both(base, head, name):
+            continue
+        x, y = getattr(base, name)[ib], getattr(head, name)[ih]
+        text = name == "prompt_hash"
+        known = (x != "") & (y != "") if text else np.isfinite(x) & np.isfinite(y)
+        agree &= ~known | (x == y)
+        said += [words] if known.any() else []
+    return agree, said
+
+
+def _what(said: list[str]) -> str:
+    return " and ".join(said)
+
+
+def _rows(run: Run, index: np.ndarray) -> Run:
+    """The run's requests at `index` (every per-request column cut alike)."""
+
+    def cut(values: Any) -> Any:
+        return None if values is None else values[index]
+
+    return replace(
+        run,
+        n=len(index),
+        slices={k: v[index] for k, v in run.slices.items()},
+        ttft=cut(run.ttft),
+        total=cut(run.total),
+        ok=cut(run.ok),
+        request_id=cut(run.request_id),
+        input_tokens=cut(run.input_tokens),
+        output_tokens=cut(run.output_tokens),
+        itl=run.itl.rows(index) if run.itl is not None else None,
+        start_time=cut(run.start_time),
+        end_time=cut(run.end_time),
+        prompt_hash=cut(run.prompt_hash),
+        tpot=cut(run.tpot),
+        run=cut(run.run),
+    )

@@ -1,0 +1,263 @@
+"""The result types every stage after the comparison reads: the rows and sides `rows` and
+`aggregate` compute, the findings and the summary `judge` decides, and the words each may hold.
+
+Only types live here, so a renderer reads results without importing the code that computes them.
+A word the JSON report or `fail_on` spells is an enum member whose value is that word: adding a
+finding kind is one line in `Kind`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Literal
+
+from budgetdiff.table import ColumnUse
+
+if TYPE_CHECKING:  # computed by the compute stage, which builds on these types
+    from budgetdiff.measure.agent_results import AgentSection
+    from budgetdiff.measure.rebudget import Proposal
+    from budgetdiff.measure.whatif import FixFirst
+    from budgetdiff.stats import Attainment
+
+
+class Word(str, Enum):
+    """A word of the report: compares, hashes, prints and serializes as its value."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class Kind(Word):
+    """What a finding is about (`findings[].kind`, the names `fail_on` takes)."""
+
+    NO_BASE = "no_base"
+    SAME_INPUT = "same_input"
+    SCENARIO_MISSING = "scenario_missing"
+    BREACH = "breach"
+    LOW_HEADROOM = "low_headroom"
+    OVER_BUDGET = "over_budget"
+    OVERALLOCATED = "overallocated"
+    REGRESSION = "regression"
+    FAILURE_RATE = "failure_rate"
+    FAILURES = "failures"
+    NOT_COMPARABLE = "not_comparable"
+    MISSING_SLICE = "missing_slice"
+    UNITS = "units"
+    IMPOSSIBLE = "impossible"
+    INCONCLUSIVE = "inconclusive"
+    INFEASIBLE = "infeasible"
+    UNMEASURED = "unmeasured"
+    DRIFT = "drift"
+    AGENT_STEPS = "agent_steps"  # tasks take more steps than budgeted or than the base
+
+
+class Verdict(Word):
+    """A scenario's or a report's verdict, the mildest first."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+
+
+class Status(Word):
+    """Where an SLO row's head value stands against its target."""
+
+    OK = "ok"
+    LOW_HEADROOM = "low_headroom"
+    BREACH = "breach"
+    # computed from values a reader doubts (a column's unit, rows no request can have): neither
+    # a pass nor a breach can be told; `Row.doubt` says why
+    DOUBTFUL = "doubtful"
+
+
+class Change(Word):
+    """What the test of a row's change from base to head says."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    NONE = "none"
+    INCONCLUSIVE = "inconclusive"
+
+
+class Unit(Word):
+    """What one row of a run is, as the report counts and names it: a request to the server,
+    or an agent's task (several steps, each a model call and a tool round trip; issue 28)."""
+
+    REQUEST = "request"
+    TASK = "task"
+
+    @property
+    def plural(self) -> str:
+        return f"{self.value}s"
+
+
+def unit_of(meta: Mapping[str, object]) -> Unit:
+    """The unit a reader gave its run (`meta["unit"]`; agent readers say `task`)."""
+    return Unit.TASK if meta.get("unit") == Unit.TASK.value else Unit.REQUEST
+
+
+RowKind = Literal["slo", "slice"]
+
+# Rows of the SLO table, in order, with how a reader should name them.
+METRIC_LABELS = {
+    "ttft": "TTFT",
+    "total": "end to end",
+    "itl": "ITL (token-weighted)",
+    "tpot": "TPOT (request-weighted)",
+    "max_stall": "longest stall per request",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One SLO metric or slice, at the budget percentile."""
+
+    name: str
+    kind: RowKind
+    target_ms: float | None  # the SLO target, or the slice's budget
+    base_ms: float | None
+    head_ms: float | None
+    delta_ms: float | None = None
+    delta_pct: float | None = None
+    ci_ms: tuple[float, float] | None = None
+    change: Change | None = None  # None: no base, or no values to test
+    p_value: float | None = None
+    mde_pct: float | None = None
+    needed: int | None = None
+    paired: bool = False
+    notes: tuple[str, ...] = ()
+    percentiles: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
+    headroom_pct: float | None = None
+    status: Status | None = None  # slo rows; None without a target
+    budget_use_pct: float | None = None
+    over_budget: bool | None = None
+    tail_share_pct: float | None = None
+    tail_change_ms: float | None = None
+    # why a side has no value where one was expected, in words (`p95 not in head.json: ...`)
+    unmeasured: tuple[str, ...] = ()
+    # the slice's part of the total's percentile (Euler allocation at the quantile): what its
+    # budget is held against; the parts add up to the total's percentile
+    part_ms: float | None = None
+    base_part_ms: float | None = None
+    # the head's own interval for its percentile (what a history of runs compares with)
+    head_ci_ms: tuple[float, float] | None = None
+    # from histograms: base and head fall in the same bucket, or the percentile is in the first
+    # bucket, so the buckets are too coarse to tell a change (a note says which)
+    coarse_buckets: bool = False
+    # from histograms: the head's percentile is interpolated inside this bucket (lo, hi] ms,
+    # which holds the SLO target, so pass and breach cannot be told (no status; `unmeasured`)
+    target_in_bucket: tuple[float, float] | None = None
+    # why the row's values are in doubt, briefly (`head: the unit of ttft_ms`): it shows no
+    # pass mark (no headroom, no budget use), the doubt instead (`doubts.mark`)
+    doubt: str | None = None
+
+    @property
+    def label(self) -> str:
+        return METRIC_LABELS.get(self.name, self.name) if self.kind == "slo" else self.name
+
+
+@dataclass(frozen=True)
+class Side:
+    """What the report says about one run as a whole."""
+
+    source: str
+    requests: int | None  # None: the file does not say how many requests ran
+    failed: int
+    attainment: Attainment | None
+    meta: dict[str, str | float]
+    goodput_rps: float | None = None  # good requests per second of benchmark time
+    held_to: tuple[str, ...] = ()  # the SLO metrics `attainment` holds each request to
+    columns: tuple[ColumnUse, ...] = ()  # how a native table's columns were read
+    failed_known: bool = True  # False: the file does not say how many failed (`failed` is 0)
+
+    @property
+    def format(self) -> str:
+        """The reader that read this side (`aiperf`, `native`, ...; joined files: `a + b`)."""
+        return str(self.meta.get("format", "unknown"))
+
+    @property
+    def schema(self) -> str:
+        """Which schema (version) of the tool's file was read."""
+        return str(self.meta.get("schema", "unknown"))
+
+    @property
+    def tool_version(self) -> str | None:
+        value = self.meta.get("tool_version")
+        return value if isinstance(value, str) else None
+
+    @property
+    def unit(self) -> Unit:
+        """What `requests` counts: requests, or agent tasks."""
+        return unit_of(self.meta)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Everything computed for one scenario; the findings come from `judge`."""
+
+    name: str | None
+    percentile: float
+    base: Side | None
+    head: Side
+    slo: tuple[Row, ...]
+    slices: tuple[Row, ...]
+    headline: str | None  # the change of the total, split into the slices (attribution)
+    rebudget: Proposal | None
+    feasibility: tuple[str, ...]
+    not_comparable: tuple[str, ...]
+    paired: bool
+    notes: tuple[str, ...]
+    tpot_from: str | None = None  # what the TPOT row divides by (tokens - 1): see prepare
+    attribution: str | None = None  # how the change of the total was split into the slices
+    fix_first: tuple[FixFirst, ...] = ()  # each slice 10% faster, the best first
+    agent: AgentSection | None = None  # agent tasks: steps, the step's parts (`agent`)
+
+    @property
+    def unit(self) -> Unit:
+        """What the counts, attainment and pairing count: requests, or agent tasks."""
+        return self.head.unit
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: Kind
+    subject: str
+    fails: bool
+    message: str
+    accepted: bool = False  # a regression that would fail, accepted on purpose (a PR label)
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """A pull request's label that accepts its regressions on purpose, and who set it."""
+
+    label: str
+    by: str  # `@login`, or how the label was found when the event does not say who set it
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """What the headline of every rendering says about one scenario, decided by `judge`: the
+    SLO metric at risk and the cause to name. Renderers word it (`render.summary`); none
+    decides it. (Not `Comparison.headline`, the attribution's sentence under the tables.)"""
+
+    verdict: Verdict
+    compared: bool  # there is a base: "no regression" can be said
+    at_risk: Row | None  # a breach, else the least headroom, else the largest regression
+    regressed: tuple[Row, ...]  # slices that regressed, the largest part of the change first
+    over_budget: tuple[Row, ...]  # slices over their budget that did not regress
+    regressed_slo: tuple[Row, ...]  # SLO rows that regressed, named when no slice is the cause
+    no_base: bool  # the compare had no base to compare with
+    also: tuple[Kind, ...]  # up to three other kinds found, named when no slice regressed
+    # base and head ran different workloads: no change is named as the code's
+    workloads: bool = False
+    # the ms of the percentile in no slice, when that is a finding (named, not a slice)
+    missing_ms: float | None = None
+    unit: Unit = Unit.REQUEST  # what a kind's words count (`some tasks failed`)
+
+    @property
+    def owners(self) -> tuple[Row, ...]:
+        """The slices a reviewer should look at: those that regressed, else those over budget."""
+        return self.regressed or self.over_budget

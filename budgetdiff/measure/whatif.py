@@ -1,0 +1,145 @@
+"""What if: the SLO metrics recomputed with some slices changed, request by request, and the
+back-of-envelope estimate TTFT + tokens / rate + tail.
+
+Pure numpy, no I/O: `outcome` and `fix_first` take prepared per-request values, `estimate` takes
+numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from budgetdiff import stats
+from budgetdiff.budget.model import Budget
+from budgetdiff.measure.prepare import Prepared, good_with
+from budgetdiff.table import FloatArray
+
+FASTER = 0.9  # "what to fix first" asks what 10% faster would buy
+
+
+@dataclass(frozen=True)
+class Change:
+    """One slice changed in every request: new = max(0, old x factor + add_ms)."""
+
+    factor: float = 1.0
+    add_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The total's and TTFT's p-th percentile and the SLO attainment of one (changed) run."""
+
+    total_ms: float
+    ttft_ms: float | None
+    attainment_pct: float | None  # good requests / all requests, percent
+    clipped: tuple[str, ...] = ()  # slices that `add_ms` would have taken below 0 ms
+
+
+@dataclass(frozen=True)
+class FixFirst:
+    """What making one slice 10% faster buys, on the measured requests."""
+
+    slice: str
+    total_change_ms: float  # change of the total's p-th percentile (negative: faster)
+    attainment_change_pct: float | None  # change of SLO attainment, percentage points
+
+
+def outcome(
+    prep: Prepared,
+    budget: Budget,
+    parts: Mapping[str, FloatArray],
+    changes: Mapping[str, Change] | None = None,
+) -> Outcome:
+    """Recompute the run with `changes` applied to the slices in `parts` (per request, adding
+    up to the total); TTFT changes with the slices before the first token (`prep.ttft_slices`)."""
+    p = budget.percentile
+    total = prep.metrics["total"]
+    ttft = prep.metrics.get("ttft")
+    clipped = []
+    slices = dict(prep.slices)
+    for name, ch in (changes or {}).items():
+        old = parts[name]
+        new = old * ch.factor + ch.add_ms
+        if bool((new < 0).any()):
+            clipped.append(name)
+            new = np.maximum(new, 0.0)
+        diff = new - old
+        slices[name] = slices[name] + diff if name in slices else new
+        total = total + diff
+        if ttft is not None and name in prep.ttft_slices:
+            ttft = ttft + diff
+    good = good_with(prep, budget, total, ttft, slices)
+    return Outcome(
+        total_ms=stats.percentile(total, p),
+        ttft_ms=stats.percentile(ttft, p) if ttft is not None and len(ttft) else None,
+        attainment_pct=100.0 * float(good.sum()) / prep.requests
+        if good is not None and prep.requests
+        else None,
+        clipped=tuple(clipped),
+    )
+
+
+def fix_first(
+    prep: Prepared, budget: Budget, parts: Mapping[str, FloatArray]
+) -> tuple[FixFirst, ...]:
+    """Each slice 10% faster in every request, the rest as measured: how much the total's p-th
+    percentile and the attainment improve; the largest improvement of the percentile first
+    (then of the attainment, then the slice order)."""
+    if not parts or not len(prep.metrics["total"]):
+        return ()
+    now = outcome(prep, budget, parts)
+    out = []
+    for name in parts:
+        after = outcome(prep, budget, parts, {name: Change(factor=FASTER)})
+        att = (
+            after.attainment_pct - now.attainment_pct
+            if after.attainment_pct is not None and now.attainment_pct is not None
+            else None
+        )
+        out.append(FixFirst(name, after.total_ms - now.total_ms, att))
+    order = list(parts)
+    return tuple(
+        sorted(
+            out,
+            key=lambda f: (
+                f.total_change_ms,
+                -(f.attainment_change_pct or 0.0),
+                order.index(f.slice),
+            ),
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """TTFT + (tokens - 1) / rate + tail: the first token is in TTFT."""
+
+    ttft_ms: float
+    per_token_ms: float
+    tokens: int
+    tail_ms: float
+
+    @property
+    def decode_ms(self) -> float:
+        return (self.tokens - 1) * self.per_token_ms
+
+    @property
+    def total_ms(self) -> float:
+        return self.ttft_ms + self.decode_ms + self.tail_ms
+
+    @property
+    def total_all_tokens_ms(self) -> float:
+        """The same with every token at the rate (the first one counted twice)."""
+        return self.total_ms + self.per_token_ms
+
+
+def per_token_ms(tokens_per_s: float) -> float:
+    return 1000.0 / tokens_per_s
+
+
+def positive(value: float) -> bool:
+    return math.isfinite(value) and value > 0
