@@ -163,7 +163,7 @@ def interval_cost(n: int = 1_000_000) -> dict[str, object]:
 def model_cost(n: int = 1_000_000) -> dict[str, object]:
     """In process, 5 slices: the parts of the p95 (Euler allocation at the quantile) and what to
     fix first (each slice 10% faster, recomputed), against np.percentile of the total."""
-    from budgetdiff.budget.model import parse_budget
+    from budgetdiff.budget.file import parse_budget
     from budgetdiff.measure import attribution, whatif
     from budgetdiff.measure.prepare import prepare, slice_sum
     from budgetdiff.measure.rows import slice_parts

@@ -14,8 +14,7 @@ __version__ = "1.0.0"  # the one place; pyproject.toml reads it (see docs/releas
 __all__ = ["Report", "__version__", "check", "compare"]
 
 if TYPE_CHECKING:
-    from budgetdiff.api import check, compare
-    from budgetdiff.report.model import Report
+    from budgetdiff.api import Report, check, compare
 
 # The API is loaded when it is first used, not when any part of the package is: the console
 # script's `budgetdiff --help` or `budgetdiff schema` then loads neither the statistics nor the
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "check": "budgetdiff.api",
     "compare": "budgetdiff.api",
-    "Report": "budgetdiff.report.model",
+    "Report": "budgetdiff.api",
 }
 
 

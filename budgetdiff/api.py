@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
-from budgetdiff.budget import model as budgets
+from budgetdiff.budget import file as budgets
 from budgetdiff.budget.model import Budget
 from budgetdiff.commands import options
 from budgetdiff.errors import BudgetError, InputError, UsageError
@@ -30,7 +30,11 @@ from budgetdiff.evaluate.orchestrator import (
     read_options,
 )
 from budgetdiff.formats import detect
-from budgetdiff.report.model import Report
+from budgetdiff.render.frame import render_frame
+from budgetdiff.render.json import render_json, report_dict
+from budgetdiff.render.markdown import render_markdown
+from budgetdiff.render.table import render_table
+from budgetdiff.report import model
 from budgetdiff.table import Run
 
 if TYPE_CHECKING:
@@ -42,6 +46,41 @@ Results: TypeAlias = (
     "PathLike | Sequence[PathLike] | pandas.DataFrame | pa.Table | Mapping[str, Any] | Live"
 )
 BudgetLike: TypeAlias = "PathLike | Mapping[str, Any] | Budget"
+
+
+@dataclass(frozen=True)
+class Report(model.Report):
+    """What `compare` and `check` return: the report every renderer reads, with its renderings
+    (the CLI and the Action call the renderers themselves)."""
+
+    @classmethod
+    def of(cls, report: model.Report) -> Report:
+        return cls(report.id, report.mode, report.scenarios, report.accepted)
+
+    def to_text(self, width: int | None = 80) -> str:
+        """The terminal report (`--output table`), folded to `width` columns (None: no limit)."""
+        return render_table(self, width)
+
+    def to_markdown(self) -> str:
+        """The markdown report: the PR comment and the step summary."""
+        return render_markdown(self)
+
+    def to_json(self) -> str:
+        """The JSON report (`budgetdiff.report/v1`), as `--output json` prints it."""
+        return render_json(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON report as Python values."""
+        return report_dict(self)
+
+    def to_frame(self) -> pandas.DataFrame:
+        """One row per SLO metric, slice and agent row (of every scenario), as a pandas
+        DataFrame (`budgetdiff.render.frame.FRAME_COLUMNS`)."""
+        return render_frame(self)
+
+    def _repr_markdown_(self) -> str:
+        """A notebook shows the report as the PR comment looks."""
+        return self.to_markdown()
 
 
 def compare(
@@ -87,7 +126,7 @@ def compare(
         base=Base(base_source, base_artifact, allow_missing_base),
         github=github,
     )
-    return evaluate.run(request).report
+    return Report.of(evaluate.run(request).report)
 
 
 def check(
@@ -105,7 +144,8 @@ def check(
     Takes `compare`'s arguments less the base's."""
     env = os.environ if environ is None else environ
     b = load_budget(budget)
-    return evaluate.run(_request(head, b, fail_on, format, id, scenarios, head_ref, env)).report
+    request = _request(head, b, fail_on, format, id, scenarios, head_ref, env)
+    return Report.of(evaluate.run(request).report)
 
 
 def _request(

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING
 from budgetdiff import api
 
 if TYPE_CHECKING:
-    from budgetdiff.api import BudgetLike, Results
-    from budgetdiff.report.model import Report
+    from budgetdiff.api import BudgetLike, Report, Results
 
 
 def assert_within_budget(

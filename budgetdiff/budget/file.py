@@ -1,6 +1,7 @@
-"""The budget file as a file: read its YAML safely with the line of every key, set the slice
-budgets in it without touching anything else, and write a file atomically. The edge of the
-budget stage (`budget` holds the model and its checks).
+"""The budget file as a file: read its YAML safely with the line of every key, load it into the
+model (`parse_budget`, `load_budget`; its problems worded by `problems`), set the slice budgets
+in it without touching anything else, and write a file atomically. The edge of the budget
+stage (`model` holds the model and its checks).
 
 `write_budget` is what `budgetdiff rebudget --write` does with a proposal's allocation.
 """
@@ -13,6 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from budgetdiff.budget.model import Budget, Loc
 from budgetdiff.errors import BudgetError
 from budgetdiff.numbers import count
 
@@ -171,8 +175,6 @@ def write_budget(path: Path, allocation: Mapping[str, int]) -> None:
         raise BudgetError(f"{path}: not UTF-8 text; save the budget file as UTF-8") from None
     bom = "\ufeff" if text.startswith("\ufeff") else ""
     new_text = bom + update_budget_text(text[len(bom) :], allocation, str(path))
-    from budgetdiff.budget.model import parse_budget  # the model, which reads this module
-
     parse_budget(new_text[len(bom) :], str(path))  # never write a budget that does not load
     try:
         write_atomically(target, new_text.encode("utf-8"))
@@ -327,3 +329,44 @@ def write_atomically(target: Path, data: bytes) -> None:
     except OSError:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+# ---- loading ---------------------------------------------------------------------------------
+
+
+def parse_budget(text: str, source: str) -> Budget:
+    """Parse YAML text into a Budget; every problem becomes one line `source:line: key: what`."""
+    data, lines = read_yaml(text, source)
+    if data is None:
+        raise BudgetError(
+            f"{source}: the budget file is empty; run `budgetdiff schema` to see keys"
+        )
+    return validate_budget(data, source, lines)
+
+
+def validate_budget(data: object, source: str, lines: Mapping[Loc, int] | None = None) -> Budget:
+    """A Budget from parsed data (YAML's, or a dict from Python). A BudgetError names every
+    problem, one line each, in the file's order; `lines` (each key's line) places them."""
+    if not isinstance(data, Mapping):
+        raise BudgetError(
+            f"{source}: the budget must be a mapping of keys, see `budgetdiff schema`"
+        )
+    try:
+        return Budget.model_validate(data)
+    except ValidationError as e:
+        from budgetdiff.budget.problems import problem_lines  # a budget with problems only
+
+        raise BudgetError("\n".join(problem_lines(e, data, source, lines or {}))) from None
+
+
+def load_budget(path: Path) -> Budget:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BudgetError(
+            f"{path}: no such budget file; pass --budget FILE or create budget.yml "
+            "(`budgetdiff schema` lists the keys)"
+        ) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise BudgetError(f"{path}: cannot read the budget file ({e})") from None
+    return parse_budget(text, str(path))

@@ -8,15 +8,12 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import PydanticCustomError, core_schema
 
-from budgetdiff.budget.file import read_yaml
-from budgetdiff.errors import BudgetError
 from budgetdiff.numbers import given, setting_pct
 from budgetdiff.table import KNOWN_SLICES, MAX_MS, UNATTRIBUTED
 
@@ -357,44 +354,3 @@ def json_schema() -> dict[str, Any]:
     schema = Budget.model_json_schema(schema_generator=_Schema)
     schema["title"] = "budgetdiff budget file"
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
-
-
-# ---- loading ---------------------------------------------------------------------------------
-
-
-def parse_budget(text: str, source: str) -> Budget:
-    """Parse YAML text into a Budget; every problem becomes one line `source:line: key: what`."""
-    data, lines = read_yaml(text, source)
-    if data is None:
-        raise BudgetError(
-            f"{source}: the budget file is empty; run `budgetdiff schema` to see keys"
-        )
-    return validate_budget(data, source, lines)
-
-
-def validate_budget(data: object, source: str, lines: Mapping[Loc, int] | None = None) -> Budget:
-    """A Budget from parsed data (YAML's, or a dict from Python). A BudgetError names every
-    problem, one line each, in the file's order; `lines` (each key's line) places them."""
-    if not isinstance(data, Mapping):
-        raise BudgetError(
-            f"{source}: the budget must be a mapping of keys, see `budgetdiff schema`"
-        )
-    try:
-        return Budget.model_validate(data)
-    except ValidationError as e:
-        from budgetdiff.budget.problems import problem_lines  # a budget with problems only
-
-        raise BudgetError("\n".join(problem_lines(e, data, source, lines or {}))) from None
-
-
-def load_budget(path: Path) -> Budget:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BudgetError(
-            f"{path}: no such budget file; pass --budget FILE or create budget.yml "
-            "(`budgetdiff schema` lists the keys)"
-        ) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise BudgetError(f"{path}: cannot read the budget file ({e})") from None
-    return parse_budget(text, str(path))

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from budgetdiff import numbers
+from budgetdiff.commands.say import Say, against_slo
 from budgetdiff.errors import UsageError
 from budgetdiff.evaluate.orchestrator import Files, Reading
 from budgetdiff.measure.agent import step_moves
@@ -17,12 +18,9 @@ from budgetdiff.numbers import count, ms, percentile, steps
 if TYPE_CHECKING:
     from budgetdiff.budget.model import Budget
     from budgetdiff.commands.options import WhatifOptions
-    from budgetdiff.commands.whatif import Say
 
 
 def run(o: WhatifOptions, budget: Budget, env: Mapping[str, str], say: Say) -> int:
-    from budgetdiff.commands.whatif import _against_slo  # one table of the SLO for both
-
     if o.ttft is not None or o.tokens is not None or o.scale or o.add:
         raise UsageError("whatif: --steps and --step-ms estimate an agent task; give them alone")
     n, step = _numbers(o)
@@ -32,11 +30,11 @@ def run(o: WhatifOptions, budget: Budget, env: Mapping[str, str], say: Say) -> i
     if a is not None and a.steps is not None and a.step is not None:
         planned = a.steps * a.step
         say(f"(budgeted: {steps(a.steps)} steps x {ms(a.step)} = {ms(planned)})", "  ")
-    fits = _against_slo(
+    fits = against_slo(
         [("task end to end", estimate, budget.slo.total)], budget.headroom, say, "estimate"
     )
     if o.head:  # information: the estimate decides
-        _against_slo(_measured(o, budget, env, say), budget.headroom, say, "what if")
+        against_slo(_measured(o, budget, env, say), budget.headroom, say, "what if")
     say("fits" if fits else "does not fit")
     return 0 if fits else 1
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from budgetdiff.budget.model import load_budget
+from budgetdiff.budget.file import load_budget
 from budgetdiff.commands.edge import Edge
 from budgetdiff.commands.options import RunOptions
 from budgetdiff.commands.output import finish, write_atomic

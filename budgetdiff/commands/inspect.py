@@ -22,7 +22,7 @@ FIRST_ROWS = 5
 def run(o: InspectOptions, edge: Edge) -> int:
     from pathlib import Path
 
-    from budgetdiff.budget.model import load_budget
+    from budgetdiff.budget.file import load_budget
     from budgetdiff.evaluate.orchestrator import read_options
     from budgetdiff.formats import ReadOptions, detect
     from budgetdiff.sources import files as sources

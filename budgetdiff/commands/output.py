@@ -11,7 +11,9 @@ from budgetdiff.commands.edge import Edge
 from budgetdiff.commands.options import RunOptions
 from budgetdiff.commands.terminal import width
 from budgetdiff.errors import UsageError
+from budgetdiff.render.json import render_json
 from budgetdiff.render.markdown import render_markdown
+from budgetdiff.render.table import render_table
 from budgetdiff.report.model import Report
 
 if TYPE_CHECKING:
@@ -34,10 +36,10 @@ def finish(report: Report, o: RunOptions, edge: Edge) -> int:
 def render(output: str, report: Report, columns: int | None = None) -> str:
     """One output; the terminal report folded to `columns` (None: every table whole)."""
     if output == "json":
-        return report.to_json()
+        return render_json(report)
     if output == "markdown":
-        return report.to_markdown()
-    return report.to_text(columns)
+        return render_markdown(report)
+    return render_table(report, columns)
 
 
 def _publish(report: Report, o: RunOptions, context: GitHubContext) -> None:
@@ -45,7 +47,7 @@ def _publish(report: Report, o: RunOptions, context: GitHubContext) -> None:
 
     json_path = Path(o.json) if o.json else context.report_path(o.id)
     if not o.json:
-        write_atomic(json_path, report.to_json())
+        write_atomic(json_path, render_json(report))
     pub = github.Publication(
         report_id=o.id,
         verdict=report.verdict,

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from budgetdiff.budget.file import write_budget
-from budgetdiff.budget.model import Budget, load_budget
+from budgetdiff.budget.file import load_budget, write_budget
+from budgetdiff.budget.model import Budget
 from budgetdiff.commands.edge import Edge
 from budgetdiff.commands.options import RunOptions
+from budgetdiff.commands.say import Say
 from budgetdiff.commands.terminal import width
-from budgetdiff.commands.whatif import Say
 from budgetdiff.errors import UsageError
 from budgetdiff.evaluate.orchestrator import Files, Reading, rebudget_for
 from budgetdiff.measure.results import Comparison

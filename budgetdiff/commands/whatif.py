@@ -8,24 +8,22 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO, TypeAlias
 
 from budgetdiff import numbers
-from budgetdiff.budget.model import Budget, load_budget
+from budgetdiff.budget.file import load_budget
+from budgetdiff.budget.model import Budget
 from budgetdiff.commands.edge import Edge
 from budgetdiff.commands.options import WhatifOptions
+from budgetdiff.commands.say import Check, Say, against_slo
 from budgetdiff.commands.terminal import width
 from budgetdiff.errors import UsageError
 from budgetdiff.evaluate.orchestrator import ATTAINMENT, Files, Reading, WhatIf, what_if
 from budgetdiff.measure import whatif
-from budgetdiff.numbers import count, ms, pct, percentile, setting_pct, signed_ms
-from budgetdiff.render.fit import column, prose, table
+from budgetdiff.numbers import count, ms, pct, percentile, signed_ms
 from budgetdiff.render.table import finding_line
 from budgetdiff.render.text import plain
 
 DEFAULT_BUDGET = "budget.yml"
-# (what, value, its SLO target): one line each against the SLO
-Check: TypeAlias = tuple[str, float | None, float | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +42,7 @@ def run(o: WhatifOptions, edge: Edge) -> int:
     budget = _budget(o)
     say = Say(edge.out, width(edge.environ, edge.out))
     if o.steps is not None or o.step_ms is not None:  # an agent task
-        from budgetdiff.commands import agent_whatif  # it builds on this module's Say
+        from budgetdiff.commands import agent_whatif
 
         if budget is None:
             raise UsageError(
@@ -57,20 +55,6 @@ def run(o: WhatifOptions, edge: Edge) -> int:
             raise UsageError("whatif --head FILE needs the budget's slices: pass --budget FILE")
         return _recompute(o, budget, edge.environ, say)
     return _estimate(o, targets, say)
-
-
-@dataclass(frozen=True)
-class Say:
-    """The output stream and the width its lines wrap at."""
-
-    out: TextIO
-    width: int | None
-
-    def __call__(self, text: str, indent: str = "") -> None:
-        self.out.write("".join(f"{line}\n" for line in prose(text, self.width, indent)))
-
-    def table(self, lines: list[str]) -> None:
-        self.out.write("".join(f"  {line}\n" for line in lines))
 
 
 def _budget(o: WhatifOptions) -> Budget | None:
@@ -124,7 +108,7 @@ def _estimate(o: WhatifOptions, targets: Targets, say: Say) -> int:
     ]
     if all(target is None for _, _, target in checks):
         raise UsageError("whatif: no SLO to hold it to: pass --slo-total MS or --budget FILE")
-    fits = _against_slo(checks, targets.headroom, say, "estimate")
+    fits = against_slo(checks, targets.headroom, say, "estimate")
     if targets.total is not None:
         room = targets.total * (1 - targets.headroom) - est.ttft_ms - est.tail_ms
         longest = math.floor(room / per_token) + 1 if room > 0 else 0
@@ -170,52 +154,6 @@ def _estimate_numbers(o: WhatifOptions) -> tuple[float, float, float]:
     return o.ttft, o.tokens, whatif.per_token_ms(o.tokens_per_s)
 
 
-def _against_slo(
-    checks: list[Check],
-    headroom: float,
-    say: Say,
-    value: str,
-    doubts: Mapping[str, str] | None = None,
-) -> bool:
-    """A table, one row per SLO metric: `value` vs target with the headroom (if the budget
-    sets one); all fit? A metric in `doubts` (its label -> why) shows the doubt, not a fit."""
-    doubts = doubts or {}
-    rows = [(n, v, t) for n, v, t in checks if t is not None and v is not None]
-    if not rows:  # the budget sets none of these targets
-        return True
-    limits = [t * (1 - headroom) for _, _, t in rows]
-    fit = [v <= lim for (_, v, _), lim in zip(rows, limits, strict=True)]
-    columns = [
-        column(value, [ms(v) for _, v, _ in rows], right=True),
-        column("target", [ms(t) for _, _, t in rows], right=True),
-    ]
-    if headroom:
-        limited = [ms(x) for x in limits]
-        columns.append(column(f"with {setting_pct(headroom)} headroom", limited, right=True))
-    room = [
-        pct(100 * (t - v) / t, signed=True) if v <= t and n not in doubts else ""
-        for n, v, t in rows
-    ]
-    columns.append(column("headroom", room, right=True))
-    words = [
-        f"doubtful ({doubts[n]})" if n in doubts else _word(v, t, ok)
-        for (n, v, t), ok in zip(rows, fit, strict=True)
-    ]
-    columns.append(column("verdict", words, group=1))
-    inner = None if say.width is None else say.width - 2
-    say.table(table(column("SLO", [n for n, _, _ in rows]), columns, inner))
-    return all(fit)
-
-
-def _word(value: float, target: float, ok: bool) -> str:
-    """Fits; or how far over the target ("9.3x over" past twice it, else "47.7% over")."""
-    if value > target:
-        if value >= 2 * target:
-            return f"{numbers.times(value / target)} over"
-        return f"{pct(100 * (value - target) / target)} over"
-    return "fits" if ok else "fits the SLO, not the headroom"
-
-
 # ---- measured requests, changed -------------------------------------------------------------
 
 
@@ -249,7 +187,7 @@ def _recompute(o: WhatifOptions, budget: Budget, env: Mapping[str, str], say: Sa
         ("TTFT", result.after.ttft_ms, targets.ttft),
         ("end to end", result.after.total_ms, targets.total),
     ]
-    fits = _against_slo(checks, targets.headroom, say, "what if", result.doubts)
+    fits = against_slo(checks, targets.headroom, say, "what if", result.doubts)
     if result.read.fails:  # as check fails it: a fit of numbers in doubt is no fit
         say("in doubt: the data has findings that fail the check (see above)")
         return 1

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from budgetdiff.measure.agent_results import AgentRow, AgentSection
-from budgetdiff.measure.results import Change, Comparison, Kind
+from budgetdiff.measure.results import AgentRow, AgentSection, Change, Comparison, Kind
 from budgetdiff.numbers import ms, pct, percentile, signed_ms, steps
 
 Raw = tuple[Kind, str, str, Kind | Literal["own"] | None]

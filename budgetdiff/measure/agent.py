@@ -11,11 +11,9 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from budgetdiff import stats
-from budgetdiff.formats.agent.tasks import PARTS, IntArray, Tasks
-from budgetdiff.measure.agent_results import AgentRow, AgentSection, StepSplit
-from budgetdiff.measure.results import Change, Comparison
+from budgetdiff.measure.results import AgentRow, AgentSection, Change, Comparison, StepSplit
 from budgetdiff.numbers import percentile, signed_ms, steps
-from budgetdiff.table import FloatArray
+from budgetdiff.table import PARTS, FloatArray, IntArray, Tasks
 
 if TYPE_CHECKING:
     from budgetdiff.budget.model import Budget

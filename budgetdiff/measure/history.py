@@ -23,9 +23,7 @@ import numpy as np
 from budgetdiff import numbers, stats
 from budgetdiff.budget.model import Budget, Regression
 from budgetdiff.measure.agent import STEP_FLOOR
-from budgetdiff.measure.agent_results import LABELS as AGENT_LABELS
-from budgetdiff.measure.agent_results import AgentRow
-from budgetdiff.measure.results import METRIC_LABELS, Comparison, Row
+from budgetdiff.measure.results import AGENT_LABELS, METRIC_LABELS, AgentRow, Comparison, Row
 from budgetdiff.measure.rows import PER_TOKEN
 from budgetdiff.stats import changepoint
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from budgetdiff.measure.agent_results import AgentRow, AgentSection, StepSplit
-from budgetdiff.measure.results import Comparison
+from budgetdiff.measure.results import AgentRow, AgentSection, Comparison, StepSplit
 from budgetdiff.numbers import count, interval, ms, num, pct, percentile, signed_ms, steps
 from budgetdiff.render import cells
 from budgetdiff.render.fit import column, prose, table

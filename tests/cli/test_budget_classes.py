@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 import yaml
 
-from budgetdiff.budget.model import BudgetError, json_schema, parse_budget
+from budgetdiff.budget.file import parse_budget
+from budgetdiff.budget.model import json_schema
+from budgetdiff.errors import BudgetError
 from tests.support.helpers import budgets_shown_with_errors, run, slices, write_table
 from tests.support.paths import ROOT
 

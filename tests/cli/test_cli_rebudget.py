@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from budgetdiff.budget.model import load_budget
+from budgetdiff.budget.file import load_budget
 from tests.support.helpers import BUDGET, run, slices, write_table
 
 COMMENTED = """\

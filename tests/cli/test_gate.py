@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from budgetdiff import action
-from budgetdiff.budget.model import parse_budget
+from budgetdiff.budget.file import parse_budget
 from budgetdiff.errors import UsageError
 from budgetdiff.judge.findings import judge
 from budgetdiff.measure.aggregate import compare_aggregate

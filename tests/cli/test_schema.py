@@ -12,7 +12,9 @@ import jsonschema
 import pytest
 import yaml
 
-from budgetdiff.budget.model import BudgetError, budget_keys, parse_budget
+from budgetdiff.budget.file import parse_budget
+from budgetdiff.budget.model import budget_keys
+from budgetdiff.errors import BudgetError
 from tests.support.helpers import budgets_shown_with_errors, run
 from tests.support.paths import DEMO, ROOT
 

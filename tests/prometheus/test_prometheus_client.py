@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from budgetdiff.budget.model import parse_budget
+from budgetdiff.budget.file import parse_budget
 from budgetdiff.errors import BudgetError, UsageError
 from budgetdiff.sources.prometheus import LiveQuery, candidates, read_live
 from budgetdiff.sources.prometheus_api import PrometheusClient, PrometheusError

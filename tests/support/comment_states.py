@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 
 import budgetdiff
+from budgetdiff.api import Report
 from budgetdiff.cli import main
-from budgetdiff.report.model import Report, Scenario
+from budgetdiff.report.model import Scenario
 from tests.support.helpers import slices, write_table
 
 BUDGET = {

@@ -7,7 +7,9 @@ import jsonschema
 import pytest
 import yaml
 
-from budgetdiff.budget.model import BudgetError, json_schema, parse_budget
+from budgetdiff.budget.file import parse_budget
+from budgetdiff.budget.model import json_schema
+from budgetdiff.errors import BudgetError
 
 AGENT_BUDGET = """\
 percentile: 95

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import budgetdiff
-from budgetdiff.report.model import FRAME_COLUMNS
+from budgetdiff.render.frame import FRAME_COLUMNS
 from tests.support.paths import DEMO, SAMPLES
 from tools import make_agent_data as gen
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from budgetdiff.budget.model import parse_budget
+from budgetdiff.budget.file import parse_budget
 from budgetdiff.formats.agent.tasks import Task, build
 from budgetdiff.measure.agent import compare
 from budgetdiff.measure.results import Change

@@ -13,10 +13,11 @@ import pyarrow as pa
 import pytest
 
 import budgetdiff
-from budgetdiff.budget.model import parse_budget
+from budgetdiff.api import Report
+from budgetdiff.budget.file import parse_budget
 from budgetdiff.cli import main
 from budgetdiff.errors import BudgetError, InputError, ReaderBug, UsageError
-from budgetdiff.report.model import FRAME_COLUMNS, Report
+from budgetdiff.render.frame import FRAME_COLUMNS
 from budgetdiff.testing import assert_within_budget
 from tests.support.helpers import BUDGET
 from tests.support.paths import DEMO, ROOT

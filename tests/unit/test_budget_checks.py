@@ -14,7 +14,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from budgetdiff.budget.model import BudgetError, json_schema, validate_budget
+from budgetdiff.budget.file import validate_budget
+from budgetdiff.budget.model import json_schema
+from budgetdiff.errors import BudgetError
 from tests.support.helpers import run, slices, write_table
 from tests.support.paths import GOLDEN
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from budgetdiff.budget.model import parse_budget
+from budgetdiff.budget.file import parse_budget
 from budgetdiff.measure.prepare import prepare
 from budgetdiff.measure.results import Comparison
 from budgetdiff.measure.rows import compare

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from budgetdiff.budget.model import parse_budget
+from budgetdiff.budget.file import parse_budget
 from budgetdiff.errors import InputError
 from budgetdiff.formats import ReadOptions, detect
 from budgetdiff.measure.prepare import prepare
@@ -131,7 +131,7 @@ def test_each_rows_values_keep_their_run() -> None:
     """A side of several runs: every row's values carry the run they came from, cut as the row
     cuts its values (failed requests out, arrival order within a run, TPOT of requests with
     more than one token, ITL per gap, the longest stall of requests with gaps)."""
-    from budgetdiff.budget.model import parse_budget
+    from budgetdiff.budget.file import parse_budget
     from budgetdiff.table import Itl
 
     budget = parse_budget("version: 1\npercentile: 95\nslo: {total: 1000}\n", "budget.yml")

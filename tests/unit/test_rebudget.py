@@ -14,11 +14,12 @@ import pytest
 
 from budgetdiff.budget.file import (
     ADDED_COMMENT,
+    parse_budget,
     update_budget_text,
     write_atomically,
     write_budget,
 )
-from budgetdiff.budget.model import Budget, parse_budget
+from budgetdiff.budget.model import Budget
 from budgetdiff.errors import BudgetError
 from budgetdiff.measure.rebudget import feasibility, missing_slices, propose
 from tests.support.paths import ROOT

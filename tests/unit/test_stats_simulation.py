@@ -14,7 +14,7 @@ from statistics import NormalDist
 import numpy as np
 import pytest
 
-from budgetdiff.budget.model import parse_budget
+from budgetdiff.budget.file import parse_budget
 from budgetdiff.measure.prepare import prepare
 from budgetdiff.measure.rows import compare
 from budgetdiff.stats import attainment, compare_percentile, decide, interval

@@ -11,60 +11,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from budgetdiff.errors import ReadError
 from budgetdiff.numbers import given
-from budgetdiff.table import MAX_MS, FloatArray, Run
-
-IntArray = np.ndarray[Any, np.dtype[np.int64]]
-PARTS = ("model", "tool", "between")  # a step's parts, in the order a step crosses them
-
-
-@dataclass(frozen=True)
-class Tasks:
-    """Agent tasks: per task its id, its end to end and its answers; per step its parts."""
-
-    task_id: tuple[str, ...]
-    total_ms: FloatArray  # each task, end to end
-    offsets: IntArray  # task i's steps are [offsets[i], offsets[i+1])
-    model_ms: FloatArray  # per step: the model call that asked for the tool
-    tool_ms: FloatArray  # per step: its tool call(s), start of the first to end of the last
-    between_ms: FloatArray  # per step: the rest of the round trip
-    tool: tuple[str, ...]  # per step: the tool's name ("" when the data does not name it)
-    answers: IntArray  # per task: model calls that asked for no tool (not steps)
-    ok: np.ndarray[Any, np.dtype[np.bool_]]  # per task: it did not fail
-
-    @property
-    def steps(self) -> IntArray:
-        """Steps (tool round trips) of each task."""
-        return np.diff(self.offsets)
-
-    @property
-    def step_ms(self) -> FloatArray:
-        """Each step's round trip: model + tool + between."""
-        return self.model_ms + self.tool_ms + self.between_ms
-
-    def part(self, name: str) -> FloatArray:
-        return {"model": self.model_ms, "tool": self.tool_ms, "between": self.between_ms}[name]
-
-    def of_tasks(self, keep: np.ndarray[Any, np.dtype[np.bool_]]) -> Tasks:
-        """Only the tasks `keep` marks (the succeeded ones, say), with their steps."""
-        steps = np.repeat(keep, self.steps)
-        offsets = np.concatenate([[0], np.cumsum(self.steps[keep])]).astype(np.int64)
-        return Tasks(
-            task_id=tuple(t for t, k in zip(self.task_id, keep, strict=True) if k),
-            total_ms=self.total_ms[keep],
-            offsets=offsets,
-            model_ms=self.model_ms[steps],
-            tool_ms=self.tool_ms[steps],
-            between_ms=self.between_ms[steps],
-            tool=tuple(t for t, k in zip(self.tool, steps, strict=True) if k),
-            answers=self.answers[keep],
-            ok=self.ok[keep],
-        )
+from budgetdiff.table import MAX_MS, Run, Tasks
 
 
 @dataclass
