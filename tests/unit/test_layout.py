@@ -1,8 +1,11 @@
-"""The layout docs/development.md draws, checked: each stage imports only itself and earlier
-stages, no function grows past 60 lines, and the two package `__init__`s only re-export.
+"""The layout docs/development.md draws, checked: the root holds at most ten modules, each stage
+imports only itself and earlier stages, no two modules import each other (directly or round a
+circle), the native reader's modules import only its earlier stages, the map in
+docs/development.md names every package and root module, no function grows past 60 lines, and
+the package `__init__`s only re-export.
 
-Imports under `if TYPE_CHECKING:` are types only (the renderers name `Report` that way, since
-`Report.to_markdown` calls them); every other import counts, inside a function or not.
+Every import counts, inside a function, under `if TYPE_CHECKING:` or not: a type-only import
+that runs upward is a circle in the design all the same.
 """
 
 from __future__ import annotations
@@ -18,22 +21,24 @@ import pytest
 from tests.support import paths
 
 ROOT = paths.ROOT / "budgetdiff"
-# the stages, in the order data flows; a module belongs to the first stage naming its top name
+# the stages, in the order data flows; a module belongs to the stage naming its top name
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("errors", "numbers", "units", "table", "stats", "changepoint", "report_id")),
-    ("read", ("formats", "sources")),
-    ("budget", ("budget", "budget_file", "budget_problems")),
-    ("results", ("results", "agent_results")),
-    ("compute", ("pairing", "prepare", "attribution", "whatif", "rebudget", "rows", "compare",
-                 "aggregate", "history", "agent")),
-    ("judge", ("judge", "agent_judge", "doubts")),
-    ("render", ("render",)),
+    ("shared", ("errors", "numbers", "units", "table")),
+    ("stats", ("stats",)),
+    ("budget", ("budget",)),
+    ("read", ("formats",)),
+    ("sources", ("sources",)),
+    ("measure", ("measure",)),
+    ("judge", ("judge",)),
     ("report", ("report",)),
+    ("render", ("render",)),
     ("github", ("github",)),
     ("evaluate", ("evaluate",)),
-    ("edge", ("options", "commands", "parser", "terminal", "cli", "action", "api", "testing",
-              "__main__", "")),
+    ("edge", ("commands", "cli", "action", "api", "testing", "__main__", "")),
 )  # fmt: skip
+# the native reader's stages, in the order a table crosses them (formats/native/__init__.py)
+NATIVE = ("names", "tables", "sniff", "load", "mapping", "columns", "times", "checks", "build")
+MAX_ROOT_MODULES = 10
 RANK = {name: i for i, (_, names) in enumerate(STAGES) for name in names}
 MAX_FUNCTION_LINES = 60
 
@@ -55,23 +60,13 @@ def _rank(module: str) -> int | None:
     return RANK.get(parts[1] if len(parts) > 1 else "")
 
 
-def _type_only_lines(tree: ast.Module) -> set[int]:
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for inner in node.body:
-                lines.update(n.lineno for n in ast.walk(inner) if hasattr(n, "lineno"))
-    return lines
-
-
 def _imports(source: str, module: str, is_package: bool = False) -> list[tuple[int, str]]:
-    """(line, module) of every runtime import in `source`, the text of `module`."""
+    """(line, module) of every import in `source`, the text of `module`."""
     tree = ast.parse(source)
-    skip = _type_only_lines(tree)
     package = module if is_package else module.rsplit(".", 1)[0]
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
-        if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno in skip:
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
             continue
         if isinstance(node, ast.Import):
             found += [(node.lineno, a.name) for a in node.names]
@@ -109,6 +104,121 @@ def test_no_module_imports_a_later_stage() -> None:
     assert not upward, "\n".join(upward)
 
 
+def test_the_root_keeps_only_the_entry_points_and_the_shared_modules() -> None:
+    modules = sorted(p.name for p in ROOT.glob("*.py"))
+    assert len(modules) <= MAX_ROOT_MODULES, modules
+
+
+def _graph() -> dict[str, set[str]]:
+    """Each budgetdiff module -> the budgetdiff modules it imports: `from p import m` is the
+    module p.m where m is one, else p (a package's `__init__`)."""
+    names = {_name(p) for p in _modules()}
+    graph: dict[str, set[str]] = {}
+    for path in _modules():
+        me = _name(path)
+        package = me if path.name == "__init__.py" else me.rsplit(".", 1)[0]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, *([base] if base else [])])
+                subs = {f"{base}.{a.name}" for a in node.names}
+                targets |= (subs & names) or {base}
+        graph[me] = {t for t in targets if t in names and t not in (me, "budgetdiff")}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            step = next(edges, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    on_stack.add(step)
+                    work.append((step, iter(sorted(graph.get(step, ())))))
+                elif step in on_stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_circle() -> None:
+    assert _circles(_graph()) == []
+
+
+def test_the_circle_search_finds_a_circle() -> None:
+    """Not vacuous: a circle of three and a pair are found, a chain is not."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"e"}, "e": {"d"}, "f": {"a"}}
+    assert sorted(_circles(graph)) == [["a", "b", "c"], ["d", "e"]]
+
+
+def test_the_native_reader_imports_only_its_earlier_stages() -> None:
+    folder = ROOT / "formats" / "native"
+    assert sorted(p.stem for p in folder.glob("*.py") if p.stem != "__init__") == sorted(NATIVE)
+    back = []
+    for path in folder.glob("*.py"):
+        me = NATIVE.index(path.stem) if path.stem in NATIVE else -1
+        for line, target in _imports_of(path):
+            parts = target.split(".")
+            if parts[:3] != ["budgetdiff", "formats", "native"] or len(parts) < 4:
+                continue
+            if parts[3] in NATIVE and NATIVE.index(parts[3]) >= me:
+                back.append(f"{path.name}:{line} imports {target}")
+    assert not back, "\n".join(back)
+
+
+_MAP_ROW = re.compile(r"^\| `budgetdiff/([\w/]+?)(?:/|\.py)?` \|", re.M)
+
+
+def test_the_map_in_the_docs_names_every_package_and_root_module() -> None:
+    """docs/development.md opens with the packages in flow order and the root's modules: one
+    row each, and nothing the tree does not have."""
+    text = (paths.ROOT / "docs" / "development.md").read_text(encoding="utf-8")
+    mapped = _MAP_ROW.findall(text)
+    tree = [p.stem for p in ROOT.glob("*.py")] + [
+        p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()
+    ]
+    tree += [
+        f"formats/{p.name}" for p in (ROOT / "formats").iterdir() if (p / "__init__.py").exists()
+    ]
+    assert sorted(mapped) == sorted(tree)
+    order = [m for m in mapped if "/" not in m and (ROOT / m / "__init__.py").exists()]
+    ranks = [RANK[m] for m in order]
+    assert ranks == sorted(ranks), f"the docs list the packages out of flow order: {order}"
+
+
 def test_no_function_is_longer_than_60_lines() -> None:
     long = []
     for path in _modules():
@@ -120,7 +230,9 @@ def test_no_function_is_longer_than_60_lines() -> None:
     assert not long, "\n".join(long)
 
 
-@pytest.mark.parametrize("package", ["github", "formats"])
+@pytest.mark.parametrize(
+    "package", [p.name for p in sorted(ROOT.iterdir()) if (p / "__init__.py").exists()]
+)
 def test_package_init_only_re_exports(package: str) -> None:
     tree = ast.parse((ROOT / package / "__init__.py").read_text(encoding="utf-8"))
     allowed = (ast.Import, ast.ImportFrom, ast.Expr, ast.Assign, ast.AnnAssign)
@@ -134,7 +246,7 @@ def test_package_init_only_re_exports(package: str) -> None:
 
 
 def test_the_import_walk_sees_what_it_must() -> None:
-    """Not vacuous: absolute, relative, function-level and type-only imports are told apart."""
+    """Not vacuous: absolute, relative, function-level and type-only imports are all seen."""
     source = (
         "from typing import TYPE_CHECKING\n"
         "from budgetdiff.report.model import Report\n"
@@ -146,8 +258,8 @@ def test_the_import_walk_sees_what_it_must() -> None:
     assert (2, "budgetdiff.report.model") in found
     assert (3, "budgetdiff.render") in found
     assert (5, "budgetdiff.github") in found
-    assert not any(target == "budgetdiff.evaluate.orchestrator" for _, target in found)
-    assert _rank("budgetdiff.report.model") > _rank("budgetdiff.render.markdown")  # type: ignore[operator]
+    assert (7, "budgetdiff.evaluate.orchestrator") in found  # a type-only import counts too
+    assert _rank("budgetdiff.evaluate.orchestrator") > _rank("budgetdiff.render.markdown")  # type: ignore[operator]
 
 
 # a format spec inside an f-string: `{x:.1f}`, `{n:,}`, `{p:g}`, `{f:.0%}`
