@@ -1,4 +1,17 @@
-"""The one family of expected failures: each knows its exit code, caught in one place (cli)."""
+"""The one family of expected failures: each knows its exit code, caught in one place (cli).
+
+    BudgetdiffError          exit 2: an expected failure, its message says what, where, the fix
+    ├── UsageError           bad command-line arguments or options (CLI, API, Action inputs)
+    ├── InputError           a results file or source that cannot be read or makes no sense
+    │   └── ReadError        a reader refuses a file: format, file, line or field, the fix
+    ├── BudgetError          an invalid budget: every problem, one line each
+    ├── GitError             `git show REF:FILE` failed
+    └── PublishError         GitHub publishing failed: degraded to a warning, never an exit code
+    ReaderBug                not a BudgetdiffError: a reader's unexpected exception, exit 3
+                             (BUG_EXIT_CODE) with `bug_message`, like any other bug
+
+A failing verdict is exit 1 and no exception.
+"""
 
 from __future__ import annotations
 

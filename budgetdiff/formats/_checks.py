@@ -498,8 +498,3 @@ def unique_names(names: list[str]) -> list[str]:
         seen[name] = seen.get(name, 0) + 1
         out.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
     return out
-
-
-def sniff_keys(head: bytes, *keys: bytes) -> bool:
-    """True when every quoted JSON key in `keys` occurs in `head` as a key (followed by ':')."""
-    return all(re.search(b'"' + re.escape(k) + rb'"\s*:', head) is not None for k in keys)

@@ -63,6 +63,7 @@ from budgetdiff.formats._checks import (
 )
 from budgetdiff.numbers import count
 from budgetdiff.table import FloatArray, Itl, Run
+from budgetdiff.units import MS_PER
 
 NAME = "aiperf"
 HINT = "an AIPerf `profile_export.jsonl` or `profile_export_aiperf.json` file"
@@ -106,8 +107,6 @@ _STATS = re.compile(
 # a failed request's record: no metric, an `error` object
 _RECORD_FAILED = re.compile(rb'"metrics"\s*:\s*\{\s*\}\s*,\s*"error"\s*:\s*\{')
 
-# the unit strings AIPerf writes, as `ms_per` reads them (it also takes other spellings)
-_MS_PER_UNIT = {"ms": 1.0, "ns": 1e-6, "us": 1e-3, "s": 1000.0}
 
 # aggregate metric -> the summary names it fills
 _SUMMARY_NAMES = {
@@ -335,7 +334,8 @@ def _plain(value: Any) -> TypeGuard[int | float]:
 
 def _unit_ms(entry: dict[str, Any], name: str, where: str, ctx: Ctx) -> float:
     unit = entry.get("unit")
-    scale = _MS_PER_UNIT.get(unit) if type(unit) is str else None
+    # the unit strings AIPerf writes (`ms_per` below takes other spellings too)
+    scale = MS_PER.get(unit) if type(unit) is str else None
     if scale is not None:
         return scale
     prefix = f"{where} key 'metrics.{name}"

@@ -11,7 +11,6 @@ from typing import TextIO
 SUMMARY_MAX_BYTES = 1_000_000
 # The runner shows at most 10 annotations of each level per step: findings take at most 8 of
 # them plus one "N more" line, and budgetdiff's own warnings are printed before the findings.
-MAX_ANNOTATIONS = 10
 MAX_FINDING_ANNOTATIONS = 8
 ANNOTATION_MAX_CHARS = 4000
 

@@ -316,3 +316,25 @@ def test_a_command_loads_only_what_it_runs() -> None:
     assert {"budgetdiff.commands.demo", "budgetdiff.evaluate.orchestrator", "scipy"} <= compare
     others = {f"budgetdiff.commands.{c}" for c in ("whatif", "history", "init", "inspect")}
     assert not others & compare
+
+
+def test_the_exception_tree_in_errors_docstring_is_the_real_one() -> None:
+    """errors.py draws its family in its docstring: every exception class there, under its
+    real parent (one level of indent in the drawing per level of inheritance)."""
+    from budgetdiff import errors
+
+    drawn: dict[str, int] = {}
+    for line in (errors.__doc__ or "").splitlines():
+        m = re.match(r"^(\s*(?:[│ ]\s*)*(?:[├└]── )?)([A-Z]\w+)\s", line)
+        if m and hasattr(errors, m.group(2)):
+            drawn[m.group(2)] = len(m.group(1))
+    classes = {
+        n: c for n, c in vars(errors).items() if isinstance(c, type) and issubclass(c, Exception)
+    }
+    assert set(drawn) == set(classes)
+    for name, cls in classes.items():
+        parent = cls.__mro__[1].__name__
+        if parent in classes:
+            assert drawn[name] > drawn[parent], (name, parent)
+        else:
+            assert drawn[name] == min(drawn.values()), name

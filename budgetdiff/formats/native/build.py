@@ -49,8 +49,6 @@ from budgetdiff.formats.native.names import (
     ID,
     LATENCY_ROLES,
     METRIC,
-    MS_PER,
-    PER_SECOND,
     SLICE,
     TIME,
     TOKENS,
@@ -63,6 +61,7 @@ from budgetdiff.formats.native.tables import NAME, ArrowTable, Table
 from budgetdiff.formats.native.times import span_seconds, start_times
 from budgetdiff.formats.options import ReadOptions
 from budgetdiff.table import KNOWN_SLICES, BoolArray, ColumnUse, Doubt, FloatArray, Itl, Run
+from budgetdiff.units import MS_PER, PER_SECOND
 
 __all__ = ["NAME", "has_slices", "read", "read_arrow", "sniff"]
 

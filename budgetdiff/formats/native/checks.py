@@ -19,9 +19,10 @@ import pyarrow as pa
 from budgetdiff import numbers
 from budgetdiff.errors import ReadError
 from budgetdiff.formats.native.columns import as_float, decoded, failed
-from budgetdiff.formats.native.names import GUESSED, MS_PER, cut
+from budgetdiff.formats.native.names import GUESSED, cut
 from budgetdiff.formats.native.tables import NAME, Table
 from budgetdiff.table import KNOWN_SLICES, METRICS, BoolArray, ColumnUse, Doubt, FloatArray, Itl
+from budgetdiff.units import MS_PER
 
 
 def quantile(values: FloatArray, q: float) -> float:

@@ -13,9 +13,9 @@ import pyarrow as pa
 
 from budgetdiff import numbers
 from budgetdiff.errors import ReadError
-from budgetdiff.formats.native.names import MS_PER
 from budgetdiff.formats.native.tables import NAME, Table, utf8
 from budgetdiff.table import FloatArray, Itl
+from budgetdiff.units import MS_PER
 
 if TYPE_CHECKING:
     import numpy.typing as npt

@@ -56,8 +56,6 @@ UNIT_SPELLINGS = {
 # Nanoseconds only in a bracket (`Queue [ns]`): a `_ns` suffix names time stamps far more often
 # (`arrive_ns`, `first_token_ns`) than durations.
 BRACKET_UNITS = {**UNIT_SPELLINGS, "ns": "ns", "nanos": "ns", "nanoseconds": "ns"}
-MS_PER = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1000.0}
-PER_SECOND = {"ns": 1e9, "us": 1e6, "ms": 1e3, "s": 1.0}
 
 
 @dataclass(frozen=True)
@@ -356,10 +354,6 @@ def looks_read_worthy(header: str) -> str | None:
     if _LOOKS_LATENCY.search(name.base):
         return "looks like a latency"
     return None
-
-
-def known_base(base: str) -> bool:
-    return base in _BY_NAME
 
 
 def cut(text: str, limit: int) -> str:
