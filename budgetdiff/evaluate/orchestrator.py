@@ -27,6 +27,7 @@ from budgetdiff.judge import doubts
 from budgetdiff.judge.findings import READ_KINDS, judge
 from budgetdiff.measure import agent, history, pairing, rebudget, rows, whatif
 from budgetdiff.measure.aggregate import compare_aggregate
+from budgetdiff.measure.end_to_end import prepare_alike
 from budgetdiff.measure.history import History, Loaded, analyse
 from budgetdiff.measure.prepare import Prepared, prepare
 from budgetdiff.measure.results import METRIC_LABELS, Acceptance, Comparison, Finding
@@ -410,8 +411,8 @@ def compare_pair(pair: Pair, budget: Budget, by_id: bool | None = None) -> Compa
         if b is None:
             return rows.compare(None, prepare(h, budget), budget)
         m = pairing.match(b, h, by_id)
-        base, head = prepare(m.base, budget), prepare(m.head, budget)
-        return rows.compare(base, head, budget, pair=m.paired, notes=m.notes)
+        base, head, alike = prepare_alike(m.base, m.head, budget)  # one end-to-end definition
+        return rows.compare(base, head, budget, pair=m.paired, notes=(*m.notes, *alike))
 
     def side(r: Run) -> Run | Prepared:
         return prepare(r, budget) if r.per_request else r
