@@ -84,7 +84,9 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
             (
                 f"{numbers.count(len(common))} {unit.value} ids are in both runs, but their "
                 f"{_what(said)} agree on only {numbers.pct(100 * share)} of them: not the "
-                f"same {unit.plural}, compared unpaired; --pair to pair them anyway",
+                f"same {unit.plural}, compared unpaired, on every {unit.value} of each (base "
+                f"{numbers.count(base.n)}, head {numbers.count(head.n)}); --pair to pair them "
+                "anyway",
             ),
         )
     kept = int(agree.sum())
