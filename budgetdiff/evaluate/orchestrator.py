@@ -535,7 +535,7 @@ def trend_page(report: Report, base: list[Run] | None, head: list[Run], budget: 
     b, h = shown.base, shown.head
     cdfs = []
     if h.per_request and (b is None or b.per_request):
-        sides = [prepare(r, budget) if r is not None else None for r in (b, h)]
+        sides = [None, prepare(h, budget)] if b is None else prepare_alike(b, h, budget)[:2]
         values = [
             {**{r.name: s.metrics.get(r.name) for r in c.slo}, **slice_parts(s)}
             if s is not None
