@@ -183,4 +183,5 @@ def _rows(run: Run, index: np.ndarray) -> Run:
         prompt_hash=cut(run.prompt_hash),
         tpot=cut(run.tpot),
         run=cut(run.run),
+        tool_percentiles={},  # the tool's own were of all its requests, not of these
     )

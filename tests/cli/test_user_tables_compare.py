@@ -162,6 +162,23 @@ def test_b_itl_of_one_number_per_request_is_a_tpot_not_gaps(
     assert use["target"] == "tpot"
 
 
+def test_b_itl_of_one_number_per_request_is_a_tpot_without_token_counts_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The tool's own per-request mean gap needs no token count to be a TPOT row."""
+    d = _decoding(12)
+    means = np.array([g.mean() for g in d["gaps"]]).round(4)
+    head = write_table(
+        tmp_path / "head.csv",
+        {"ttft_ms": d["ttft"].round(3), "total_ms": d["total"].round(3), "itl_ms": means},
+    )
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1200, total: 9000, tpot: 60}\n")
+    _, report, _ = _json(["check", "--head", str(head), "--budget", str(budget)], capsys)
+    assert _slo(report, "tpot")["head_ms"] == pytest.approx(_pct(means), rel=1e-6, abs=2e-3)
+    assert report["attainment"]["head"]["held_to"] == ["ttft", "total", "tpot"]
+
+
 # ---------------------------------------------------------------- c. cumulative `itl` lists
 
 
