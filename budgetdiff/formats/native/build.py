@@ -176,7 +176,7 @@ def _typed_units(mapping: Mapping, table: Table) -> Mapping:
     return Mapping(tuple(uses))
 
 
-ITL_PER_REQUEST = "one number per request: each request's mean gap (a TPOT), not its gaps"
+ITL_PER_REQUEST = "one number per request, its per-request mean gap (a TPOT), not its gaps"
 
 
 def _itl_per_request(use: ColumnUse, kind: pa.DataType, tpot: bool) -> ColumnUse:
@@ -305,15 +305,7 @@ def _notes(mapping: Mapping, where: str, empty: int) -> list[str]:
     """What the report must say about the reading: unused columns that look like latencies or
     failure markers, an `itl` column of per-request means, and rows with no latency at all."""
     notes = [
-        f"{where}: {cut(u.column, 60)} holds {u.note}"
-        + (
-            ""
-            if u.role == UNUSED
-            else ": read as the TPOT, the per-request mean gap (an ITL "
-            "needs each request's list of gaps)"
-        )
-        for u in mapping.uses
-        if u.note is not None and u.note.startswith(ITL_PER_REQUEST)
+        _itl_note(u, where) for u in mapping.uses if (u.note or "").startswith(ITL_PER_REQUEST)
     ]
     odd = [u for u in mapping.all(UNUSED) if u.note and u.note.startswith("looks like")]
     if odd:
@@ -327,6 +319,11 @@ def _notes(mapping: Mapping, where: str, empty: int) -> list[str]:
             "empty or 0): counted as failed"
         )
     return notes
+
+
+def _itl_note(use: ColumnUse, where: str) -> str:
+    said = f"{where}: {cut(use.column, 60)} holds {use.note}"
+    return said if use.role == UNUSED else f"{said}: read as the TPOT (an ITL needs the gaps)"
 
 
 def _tokens(table: Table, mapping: Mapping, target: str, source: str) -> FloatArray | None:
