@@ -211,6 +211,10 @@ class Run:
     summary: dict[str, dict[float, float]] = field(default_factory=dict)
     summary_count: int | None = None
     histograms: dict[str, Histogram] = field(default_factory=dict)
+    # a per-request run's tool's own percentiles over the same requests (GuideLLM's), shown
+    # beside budgetdiff's: summary name -> {percentile: ms}; `meta["percentile_method"]` says
+    # how the tool takes them (budgetdiff interpolates linearly)
+    tool_percentiles: dict[str, dict[float, float]] = field(default_factory=dict)
     # per-request TPOT as the tool defines it, where that is not (total - TTFT) / (tokens - 1)
     # (inference-perf: last token - first token); None: that formula
     tpot: FloatArray | None = None

@@ -107,13 +107,26 @@ finding) and left out of the percentiles.
 
 ## Rows that are not requests
 
-- Summary rows a harness appends (`mean`, `p50`, `p95`, `p99`, `max`, `avg`, `total`, ... in an
-  id or text column, or trailing rows equal to the statistics of the rows above) are left out,
-  with an `impossible` finding that counts them and names the first.
+- Summary rows a harness appends (`mean`, `p50`, `p95`, `95%`, `99.9th`, `max`, `avg`,
+  `total`, ... in an id, a label or the first column, or trailing rows equal to the statistics
+  of the rows above) are left out, with an `impossible` finding that counts them and names the
+  first.
+- A table of statistics is no table of requests, whatever tool wrote it: every row labelled as a
+  statistic (evalscope's `benchmark_percentile.json`, `10%` ... `99%`; pandas' `describe()`,
+  `count`, `mean`, ..., `max`; `p1` ... `p99`), or columns named as statistics with no latency
+  column (`metric,mean,p50,p95`; `p95_ttft_ms,median_e2el_ms`), is refused (exit 2) as a
+  summary, naming the labels or columns: pass the per-request file it was made from.
 - Requests whose end to end is below their TTFT are an `impossible` finding that fails the
   check, with their count and first row.
 - Inter-token gap lists whose first gap is the TTFT (lists that start at the request's start)
   lose that first gap, with a finding saying so.
+- Gap lists that are token times (a growing list, since the first token or the request's start,
+  whose sum runs past the end to end, which no request's gaps can) are made gaps by
+  differencing, with a finding saying so; lists that sum past the end to end and do not grow are
+  an `impossible` finding that fails the check.
+- An `itl` column of one number per request is each request's mean gap: it is read as the TPOT
+  (with a note), never pooled as if it were every gap; where the table has a TPOT column too, it
+  is listed as not used.
 - A negative latency, or an empty one in a request that succeeded, is an error naming the row.
 
 ## Every name read

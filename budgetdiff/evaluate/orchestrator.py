@@ -27,6 +27,7 @@ from budgetdiff.judge import doubts
 from budgetdiff.judge.findings import READ_KINDS, judge
 from budgetdiff.measure import agent, history, pairing, rebudget, rows, whatif
 from budgetdiff.measure.aggregate import compare_aggregate
+from budgetdiff.measure.end_to_end import prepare_alike
 from budgetdiff.measure.history import History, Loaded, analyse
 from budgetdiff.measure.prepare import Prepared, prepare
 from budgetdiff.measure.results import METRIC_LABELS, Acceptance, Comparison, Finding
@@ -410,8 +411,8 @@ def compare_pair(pair: Pair, budget: Budget, by_id: bool | None = None) -> Compa
         if b is None:
             return rows.compare(None, prepare(h, budget), budget)
         m = pairing.match(b, h, by_id)
-        base, head = prepare(m.base, budget), prepare(m.head, budget)
-        return rows.compare(base, head, budget, pair=m.paired, notes=m.notes)
+        base, head, alike = prepare_alike(m.base, m.head, budget)  # one end-to-end definition
+        return rows.compare(base, head, budget, pair=m.paired, notes=(*m.notes, *alike))
 
     def side(r: Run) -> Run | Prepared:
         return prepare(r, budget) if r.per_request else r
@@ -534,7 +535,7 @@ def trend_page(report: Report, base: list[Run] | None, head: list[Run], budget: 
     b, h = shown.base, shown.head
     cdfs = []
     if h.per_request and (b is None or b.per_request):
-        sides = [prepare(r, budget) if r is not None else None for r in (b, h)]
+        sides = [None, prepare(h, budget)] if b is None else prepare_alike(b, h, budget)[:2]
         values = [
             {**{r.name: s.metrics.get(r.name) for r in c.slo}, **slice_parts(s)}
             if s is not None

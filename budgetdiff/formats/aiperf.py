@@ -26,7 +26,10 @@ A failed request's record has an `error` and no latency metric (0.8 and 0.13 wri
 whose every request failed has an aggregate without latency percentiles, only
 `error_request_count`: both are read as that many failed requests (AIPerf 0.13 writes no
 aggregate at all then, only the records). Where 0.13 writes no `error_request_count`, its
-`completed_request_count` (success + error) less `request_count` is the failures: 0.
+`completed_request_count` (success + error) less `request_count` is the failures: 0. Where a
+file has neither (0.3 writes no error count when nothing failed), none failed if its
+`request_count` is every request the run was asked for (`input_config`'s request count), and
+the count is unknown otherwise (a `--benchmark-duration` run, a cancelled one, fewer successes).
 
 A record AIPerf marks `was_cancelled` is a request it cut short (`--request-cancellation-rate`),
 counted as failed, with a note; an aggregate marked `was_cancelled` is a run stopped before its
@@ -371,6 +374,9 @@ def _aggregate(doc: dict[str, Any], ctx: Ctx, schema: str) -> Run:
         if completed < succeeded:
             raise ctx.error("key 'completed_request_count'", "is less than request_count")
         errors = completed - succeeded  # no error count written: none failed (0.13 on)
+    said = None
+    if errors is None and succeeded is not None and doc.get("was_cancelled") is not True:
+        errors, said = _none_failed(doc, succeeded, ctx)
     if "total" not in summary and not (errors and not succeeded):  # all failed: no percentile
         raise ctx.error("key 'request_latency'", "is missing (no latency percentiles)")
     duration = _avg(doc, "benchmark_duration", ctx)
@@ -378,6 +384,8 @@ def _aggregate(doc: dict[str, Any], ctx: Ctx, schema: str) -> Run:
     if doc.get("was_cancelled") is True:  # the run was stopped (Ctrl-C) before its end
         meta["cancelled"] = "run"
         meta["note"] = f"{ctx.source}: AIPerf cancelled the run (was_cancelled) before it finished"
+    if said is not None:
+        meta["note"] = said
     total = succeeded
     if errors is not None:
         meta["failures"] = errors
@@ -449,6 +457,29 @@ def _csv_number(cell: str, where: str, ctx: Ctx) -> float:
     except ValueError:
         raise ctx.error(where, f"must be a number, not {cell[:40]!r}") from None
     return number(value, where, ctx)
+
+
+def _none_failed(
+    doc: dict[str, Any], succeeded: float, ctx: Ctx
+) -> tuple[float | None, str | None]:
+    """An aggregate that writes no error count (AIPerf 0.3 with none failed): 0 failed where
+    its successes are every request it was asked for (`--request-count`), with a note saying
+    so; unknown (None) where they are fewer, or the run asked for none (`--benchmark-duration`)."""
+    config = doc.get("input_config")
+    config = config if isinstance(config, dict) else {}
+    loadgen = config.get("loadgen")
+    asked = finite(loadgen.get("request_count")) if isinstance(loadgen, dict) else None
+    phases = config.get("phases")
+    if asked is None and isinstance(phases, list):  # 0.13: the profiling phase's `requests`
+        profiling = [p for p in phases if isinstance(p, dict) and p.get("kind") == "profiling"]
+        asked = finite(profiling[0].get("requests")) if len(profiling) == 1 else None
+    if asked is None or asked != succeeded:
+        return None, None
+    return 0.0, (
+        f"{ctx.source}: no error count in the file; its {count(int(succeeded))} "
+        "successful requests are every request the run was asked for (input_config's "
+        "request_count): none failed"
+    )
 
 
 def _avg(doc: dict[str, Any], name: str, ctx: Ctx) -> float | None:

@@ -51,8 +51,13 @@ def detect(data: bytes, source: str, options: ReadOptions) -> Reader:
         sniff as native_sniff,  # as the readers: imported when first needed
     )
 
-    # the budget maps its own column names, or the columns are its own slices: a native table
-    if options.columns or native_sniff.has_slices(head, options.slices):
+    # the budget maps its own column names, or the columns are its own slices: a native table;
+    # a table of statistics no tool claimed: the native reader says it is a summary
+    if (
+        options.columns
+        or native_sniff.has_slices(head, options.slices)
+        or native_sniff.summary_header(head)
+    ):
         return reader("native")
     raise ReadError(
         f"{source}: not a format budgetdiff recognises (tried {', '.join(FORMATS)}); pass "

@@ -19,6 +19,10 @@ that `metrics.request_totals` counts; 0.8 development versions wrote them empty)
 large enough for the budget's percentile is read per request, with a note saying k of n;
 a smaller one (or none) gives way to the file's own percentiles over all n requests,
 `metrics.<name>.successful.percentiles`, as an aggregate input with a note.
+
+Read per request, the run keeps those percentiles of GuideLLM's too (`Run.tool_percentiles`),
+which the report shows beside budgetdiff's: GuideLLM takes them by nearest rank, budgetdiff by
+linear interpolation, so on a small run they differ by up to a few percent.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ _METRICS = {
     "request_latency": (1000.0, ("total",)),
 }
 CONFIDENCE = 0.95  # a sample must give a finite interval for the percentile at this confidence
+METHOD = "nearest rank"  # how GuideLLM takes its percentiles (budgetdiff interpolates)
 
 
 def sniff(head: bytes, name: str) -> bool:
@@ -152,7 +157,12 @@ def _benchmark(
             f"{numbers.count(totals[0])} "
             "successful requests (GuideLLM's sample_size); percentiles are estimated from it",
         )
-    return _per_request(rows, ctx, duration=finite(bench.get("duration")), meta=meta), name
+    run = _per_request(rows, ctx, duration=finite(bench.get("duration")), meta=meta)
+    own = _own_percentiles(bench, where, ctx, required=False)
+    if own:  # GuideLLM's own, beside budgetdiff's: each says how it takes a percentile
+        meta = {**run.meta, "percentiles_by": "GuideLLM", "percentile_method": METHOD}
+        run = replace(run, tool_percentiles=own, meta=meta)
+    return run, name
 
 
 def _rows(bench: dict[str, Any], where: str, ctx: Ctx, meta: dict[str, str | float]) -> list[_Row]:
@@ -295,6 +305,25 @@ def _from_metrics(
     totals: tuple[int, int],
 ) -> Run:
     """The file's own percentiles over every request, when its per-request list is too small."""
+    summary = _own_percentiles(bench, where, ctx, required=True)
+    good, bad = totals
+    return Run(
+        source=ctx.source,
+        n=0,
+        summary=summary,
+        summary_count=good + bad,
+        duration_s=finite(bench.get("duration")),
+        meta={**meta, "failures": float(bad)},
+    )
+
+
+def _own_percentiles(
+    bench: dict[str, Any], where: str, ctx: Ctx, *, required: bool
+) -> dict[str, dict[float, float]]:
+    """GuideLLM's own percentiles of its successful requests (`metrics.<name>.successful`), by
+    summary name; `required`: a file without them is an error, else they are simply none."""
+    if not required and not _has_own(bench):
+        return {}
     metrics = obj(bench["metrics"], f"{where}.metrics", ctx)
     summary: dict[str, dict[float, float]] = {}
     for metric, (scale, names) in _METRICS.items():
@@ -317,15 +346,18 @@ def _from_metrics(
             values = dict(sorted({**values, 50.0: median * scale}.items()))
         for name in names:
             summary[name] = dict(values)
-    good, bad = totals
-    return Run(
-        source=ctx.source,
-        n=0,
-        summary=summary,
-        summary_count=good + bad,
-        duration_s=finite(bench.get("duration")),
-        meta={**meta, "failures": float(bad)},
-    )
+    return summary
+
+
+def _has_own(bench: dict[str, Any]) -> bool:
+    """Whether the benchmark holds GuideLLM's percentiles of every metric read."""
+    metrics = bench.get("metrics")
+    for metric in _METRICS:
+        stats = metrics.get(metric) if isinstance(metrics, dict) else None
+        successful = stats.get("successful") if isinstance(stats, dict) else None
+        if not isinstance(successful, dict) or not isinstance(successful.get("percentiles"), dict):
+            return False
+    return True
 
 
 def _strategy(bench: dict[str, Any], meta: dict[str, str | float]) -> str:

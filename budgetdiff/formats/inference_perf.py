@@ -71,6 +71,8 @@ BR_LATENCY: dict[str, tuple[str, ...]] = LIFECYCLE
 _BR_UNITS = {"s": 1000.0, "ms": 1.0, "s/token": 1000.0, "ms/token": 1.0}
 _BR_PCT = re.compile(r"^p(\d+)(?:p(\d+))?$")  # p99p9 is the 99.9th
 _ID = re.compile(r'"id"\s*:\s*"([^"]+)"')
+# a comment block (and blank lines) a person or a script put above a report kept as YAML
+_YAML_COMMENTS = re.compile(rb"\A(?:[ \t]*(?:#[^\n]*)?\r?\n)*")
 _PCT = re.compile(r"^p(\d+(?:\.\d+)?)$")
 
 
@@ -80,12 +82,15 @@ def _fail(source: str, message: str) -> ReadError:
 
 def sniff(head: bytes, name: str) -> bool:
     """A per-request lifecycle list, a report object that starts with `load_summary` (in
-    JSON, or kept as YAML), or an llm-d benchmark report 0.2 (YAML) with request results."""
+    JSON, or kept as YAML), or an llm-d benchmark report 0.2 (YAML) with request results; the
+    YAML under any comment block put above it."""
     if head.lstrip().startswith(b"{") and _LOAD_SUMMARY.search(head):
         return _SUCCESSES.search(head) is not None or len(head) >= 65536
-    if _BR_VERSION.match(head.lstrip()):
+    comments = _YAML_COMMENTS.match(head)
+    text = head[comments.end() if comments else 0 :].lstrip()
+    if _BR_VERSION.match(text):
         return _BR_RESULTS.search(head) is not None
-    if _YAML_LOAD_SUMMARY.match(head.lstrip()):
+    if _YAML_LOAD_SUMMARY.match(text):
         return _YAML_SUCCESSES.search(head) is not None or len(head) >= 65536
     if _PER_REQUEST.match(head):
         return b'"start_time"' in head and b'"end_time"' in head and b'"info"' in head

@@ -407,4 +407,5 @@ def _side(side: Run | Prepared) -> Side:
         attainment=None,
         meta=dict(side.meta),
         failed_known=isinstance(failures, float),
+        percentile_method="the tool's own" if side.summary else "interpolated in its buckets",
     )

@@ -84,7 +84,9 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
             (
                 f"{numbers.count(len(common))} {unit.value} ids are in both runs, but their "
                 f"{_what(said)} agree on only {numbers.pct(100 * share)} of them: not the "
-                f"same {unit.plural}, compared unpaired; --pair to pair them anyway",
+                f"same {unit.plural}, compared unpaired, on every {unit.value} of each (base "
+                f"{numbers.count(base.n)}, head {numbers.count(head.n)}); --pair to pair them "
+                "anyway",
             ),
         )
     kept = int(agree.sum())
@@ -181,4 +183,5 @@ def _rows(run: Run, index: np.ndarray) -> Run:
         prompt_hash=cut(run.prompt_hash),
         tpot=cut(run.tpot),
         run=cut(run.run),
+        tool_percentiles={},  # the tool's own were of all its requests, not of these
     )

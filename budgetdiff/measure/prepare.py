@@ -79,7 +79,7 @@ def prepare(run: Run, budget: Budget) -> Prepared:
             notes.append(_missing_note(total_from))
     _check_finite(run, kept, [*slices.items(), ("total", total), ("ttft", ttft)])
     metrics: dict[str, FloatArray] = {"total": total} | ({} if ttft is None else {"ttft": ttft})
-    tpot_from = _tpot_source(run, slices, ttft) if run.output_tokens is not None else None
+    tpot_from = _tpot_source(run, slices, ttft)
     tpot_kept = None
     if tpot_from is not None:
         metrics["tpot"], tpot_kept, note = _tpot_row(run, kept, slices, total, ttft)
@@ -320,8 +320,13 @@ def _tpot_row(
     ttft: FloatArray | None,
 ) -> tuple[FloatArray, np.ndarray, str | None]:
     """The TPOT row's values (requests with more than one output token), which kept requests
-    they are, and a note when some requests have no token count."""
-    assert run.output_tokens is not None
+    they are, and a note when some requests have no token count. The tool's own TPOT without
+    token counts: every request that has one."""
+    if run.output_tokens is None:
+        assert run.tpot is not None  # `_tpot_source`: only the tool's own needs no counts
+        tpot = kept.pick(run.tpot)
+        has = np.isfinite(tpot)
+        return tpot[has], has, None
     tokens = kept.pick(run.output_tokens)
     unknown = int(np.isnan(tokens).sum())
     note = None
@@ -380,9 +385,12 @@ def _tpot_source(run: Run, slices: dict[str, FloatArray], ttft: FloatArray | Non
     """What TPOT is taken from, the one place that chooses: the tool's own per-request TPOT
     (inference-perf: the numbers then match its summary), else `decode` where the data has that
     slice (so `app` and `unattributed` time is not counted as decoding), else `total - TTFT`
-    (vLLM's definition); None when there is nothing to take it from."""
+    (vLLM's definition); None when there is nothing to take it from (a computed TPOT needs the
+    output token counts; the tool's own needs none)."""
     if run.tpot is not None:
         return "tool"
+    if run.output_tokens is None:
+        return None
     if "decode" in slices:
         return "decode"
     return "total - TTFT" if ttft is not None else None
@@ -510,6 +518,9 @@ def _per_request_metric(
     request's own gaps (AIPerf's per-request ITL; the ITL row pools every gap instead)."""
     if name in ("ttft", "total"):
         return metrics.get(name)
+    if name == "tpot" and run.output_tokens is None and run.tpot is not None:
+        theirs: FloatArray = run.tpot[kept]  # the tool's own, with no token counts
+        return theirs
     if name == "tpot" and run.output_tokens is not None:
         tokens = run.output_tokens[kept]
         tpot = _tpot(run, _Kept(kept), tokens, slices, metrics["total"], metrics.get("ttft"))

@@ -170,6 +170,10 @@ class Side:
     held_to: tuple[str, ...] = ()  # the SLO metrics `attainment` holds each request to
     columns: tuple[ColumnUse, ...] = ()  # how a native table's columns were read
     failed_known: bool = True  # False: the file does not say how many failed (`failed` is 0)
+    # how this side's percentiles are taken: budgetdiff's of per-request values, else the file's
+    percentile_method: str = "linear interpolation"
+    # the tool's own percentiles of the same requests (`Run.tool_percentiles`), where it has them
+    tool_percentiles: Mapping[str, Mapping[float, float]] = field(default_factory=dict)
 
     @property
     def format(self) -> str:

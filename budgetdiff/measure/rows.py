@@ -67,6 +67,7 @@ def compare(
     fix_first = whatif.fix_first(head, budget, split.head_parts) if split.served else ()
     said = [
         *_input_notes(base, head),
+        *_tool_notes(slo_rows, base, head, p),
         *_unbudgeted_notes(head, split, p),
         *_holm_notes(rows, changes, series, budget.regression),
         *notes,
@@ -419,6 +420,31 @@ def _feasibility(head: Prepared, budget: Budget, slo_rows: tuple[Row, ...]) -> t
     )
 
 
+def _tool_notes(rows: Sequence[Row], base: Prepared | None, head: Prepared, p: float) -> list[str]:
+    """A tool's own percentiles of a side (GuideLLM's), beside budgetdiff's, each saying how it
+    is taken: on a small run nearest rank and interpolation differ by a few percent."""
+    notes = []
+    for side, prep in (("base", base), ("head", head)):
+        own = prep.run.tool_percentiles if prep is not None else {}
+        if prep is None or not own:
+            continue
+        figures = [
+            f"{r.label} {numbers.ms(theirs)} (budgetdiff {numbers.ms(mine)}, "
+            f"{numbers.pct(100 * (mine - theirs) / theirs, 2, signed=True)})"
+            for r in rows
+            if (theirs := own.get(r.name, {}).get(p))  # not None, not 0
+            and (mine := r.base_ms if side == "base" else r.head_ms) is not None
+        ]
+        if figures:
+            by = prep.run.meta.get("percentiles_by", "the tool")
+            how = prep.run.meta.get("percentile_method", "its own method")
+            notes.append(
+                f"{side}: {by}'s own {numbers.percentile(p)} ({how}): {', '.join(figures)}; "
+                "budgetdiff's by linear interpolation"
+            )
+    return notes
+
+
 def _input_notes(base: Prepared | None, head: Prepared) -> list[str]:
     """What preparing each side said, once each, and the slices only one side has."""
     notes = list(head.notes)
@@ -617,6 +643,7 @@ def prepared_side(prep: Prepared, att: stats.Attainment | None = None) -> Side:
         goodput_rps=att.good / duration if att is not None and duration else None,
         held_to=prep.held_to if att is not None else (),
         columns=prep.run.columns,
+        tool_percentiles=prep.run.tool_percentiles,
     )
 
 

@@ -6,6 +6,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
+from budgetdiff import numbers
 from budgetdiff.measure.results import Comparison, Finding, Row, Side, Summary
 from budgetdiff.render.agent import json_section
 from budgetdiff.render.summary import sentence, verbatim
@@ -47,7 +48,7 @@ def _scenario(s: Scenario) -> dict[str, Any]:
         "paired": c.paired,
         "headline": c.headline,
         "summary": _summary(s.summary, c.percentile),
-        "slo": [_slo(r) for r in c.slo],
+        "slo": [_slo(r, c) for r in c.slo],
         "slices": [_slice(r) for r in c.slices],
         "findings": [_finding(f) for f in s.findings],
         "regressions": s.regressions,
@@ -143,6 +144,8 @@ def _input(side: Side) -> dict[str, Any]:
         "format": side.format,
         "schema": side.schema,
         "tool_version": side.tool_version,
+        "percentile_method": side.percentile_method,
+        "tool_percentiles": _tool_percentiles(side),
         # how each column of a native table was read (empty for a tool's own format)
         "columns": [
             {
@@ -156,6 +159,29 @@ def _input(side: Side) -> dict[str, Any]:
             for u in side.columns[:MAX_COLUMNS]
         ],
     }
+
+
+def _tool_percentiles(side: Side) -> dict[str, Any] | None:
+    """The tool's own percentiles of a per-request side (GuideLLM's), and how it takes them."""
+    if not side.tool_percentiles:
+        return None
+    return {
+        "by": side.meta.get("tool"),
+        "method": side.meta.get("percentile_method"),
+        "ms": {
+            name: {numbers.given(q): _f(v) for q, v in values.items()}
+            for name, values in side.tool_percentiles.items()
+        },
+    }
+
+
+def _tool_ms(r: Row, c: Comparison) -> dict[str, float | None] | None:
+    """A row's percentile as the tool itself took it, on each side whose file has one."""
+    own = {
+        name: side.tool_percentiles.get(r.name, {}).get(c.percentile) if side else None
+        for name, side in (("base", c.base), ("head", c.head))
+    }
+    return {k: _f(v) for k, v in own.items()} if any(v is not None for v in own.values()) else None
 
 
 def _common(r: Row) -> dict[str, Any]:
@@ -178,11 +204,12 @@ def _common(r: Row) -> dict[str, Any]:
     }
 
 
-def _slo(r: Row) -> dict[str, Any]:
+def _slo(r: Row, c: Comparison) -> dict[str, Any]:
     return {
         "metric": r.name,
         "target_ms": _f(r.target_ms),
         **_common(r),
+        "tool_ms": _tool_ms(r, c),
         "headroom_pct": _f(r.headroom_pct),
         "status": r.status,
         "doubt": r.doubt,

@@ -92,11 +92,15 @@ def test_unterminated_quote_is_not_reported_as_empty() -> None:
         ('[{"total_ms":1,"itl_ms":[2]},{"total_ms":1,"itl_ms":[1,Infinity]}]', "t.json", "row 2"),
         ('total_ms,itl_ms\n1,"[1, inf]"\n', "t.csv", "row 1"),
         ('total_ms,itl_ms\n1,"[1, 2]"\n1,"[1, -2]"\n', "t.csv", "row 2"),
-        ("total_ms,itl_ms\n1,3\n1,inf\n", "t.csv", "row 2"),  # one mean per request
     ],
 )
 def test_itl_gap_not_finite_or_negative(data: str, source: str, message: str) -> None:
     _native_error(data, source, rf"{message}, column 'itl_ms': inter-token gap")
+
+
+def test_itl_of_one_number_per_request_not_finite_is_the_row_at_fault() -> None:
+    """One mean per request is read as the TPOT (a per-request latency), and checked as one."""
+    _native_error("total_ms,itl_ms\n1,3\n1,inf\n", "t.csv", "row 2, column 'itl_ms': infinite")
 
 
 def test_itl_nan_allowed_in_a_failed_request() -> None:

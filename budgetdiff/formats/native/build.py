@@ -23,6 +23,7 @@ from budgetdiff.formats.native.checks import (
     epoch_unit,
     figure,
     impossible_rows,
+    itl_cumulative,
     itl_from_start,
     marker_failed,
     median,
@@ -88,11 +89,15 @@ def _runs(table: Table, source: str, options: ReadOptions) -> list[Run]:
     _require(mapping, table, source, options)
     doubts: list[Doubt] = []
     latencies = {u.column: _ms(table, u, source) for u in _latency_uses(mapping)}
-    labels = [u for u in mapping.uses if u.role in (ID, CLASS) or _label_column(u)]
+    leftmost = table.columns[0] if table.columns else ""
+    labels = [u for u in mapping.uses if u.role in (ID, CLASS) or _label_column(u, leftmost)]
     dropped, how = summary_rows(table, labels, latencies)
     if dropped.all():
         raise ReadError.at(
-            NAME, source, f"every row is {how}: a summary, not requests; write one row per request"
+            NAME,
+            source,
+            f"a summary, not requests: every row is {how}; pass the per-request file it was "
+            "made from (one row per request)",
         )
     if dropped.any():
         first = int(np.flatnonzero(dropped)[0])
@@ -119,12 +124,17 @@ def _runs(table: Table, source: str, options: ReadOptions) -> list[Run]:
 # so that a table of many text columns is not scanned cell by cell.
 _LABEL_COLUMNS = frozenset(
     {"", "name", "label", "stat", "statistic", "statistics", "metric", "type", "kind", "row"}
-    | {"summary", "request", "unnamed_0", "index"}
+    | {"summary", "request", "unnamed_0", "index", "percentile", "percentiles", "quantile"}
+    | {"quantiles", "pct", "stats", "measure", "aggregate", "agg"}
 )
 
 
-def _label_column(use: ColumnUse) -> bool:
-    return use.role == UNUSED and normalize(use.column).base in _LABEL_COLUMNS
+def _label_column(use: ColumnUse, first: str) -> bool:
+    """An unused column by a label's name, or the table's first (where a summary's labels are:
+    evalscope's `Percentiles`, pandas' nameless index)."""
+    return use.role == UNUSED and (
+        use.column == first or normalize(use.column).base in _LABEL_COLUMNS
+    )
 
 
 def _require(mapping: Mapping, table: Table, source: str, options: ReadOptions) -> None:
@@ -152,14 +162,33 @@ def _require(mapping: Mapping, table: Table, source: str, options: ReadOptions) 
 
 def _typed_units(mapping: Mapping, table: Table) -> Mapping:
     """A duration column (Parquet's, or pandas' Timedelta through the Python API) carries its
-    unit in its type: that unit, not the name's or a guess."""
+    unit in its type: that unit, not the name's or a guess. An `itl` column of one number per
+    request is each request's mean gap: a TPOT (`_itl_per_request`)."""
     uses = []
+    tpot = mapping.one(METRIC, "tpot") is not None
     for use in mapping.uses:
         kind = decoded(table.get(use.column)).type if use.role in LATENCY_ROLES else None
         if kind is not None and pa.types.is_duration(kind):
             use = replace(use, unit=kind.unit, unit_from=FROM_TYPE)
+        if kind is not None and use.role == METRIC and use.target == "itl":
+            use = _itl_per_request(use, kind, tpot)
         uses.append(use)
     return Mapping(tuple(uses))
+
+
+ITL_PER_REQUEST = "one number per request, its per-request mean gap (a TPOT), not its gaps"
+
+
+def _itl_per_request(use: ColumnUse, kind: pa.DataType, tpot: bool) -> ColumnUse:
+    """An `itl` column of numbers (not lists) holds one value per request, its mean gap: read
+    as the TPOT (unless the table has one: then not read), never pooled as if it were every
+    gap between tokens."""
+    numeric = pa.types.is_integer(kind) or pa.types.is_floating(kind)
+    if not (numeric or pa.types.is_decimal(kind) or pa.types.is_duration(kind)):
+        return use
+    if tpot:
+        return ColumnUse(use.column, UNUSED, note=f"{ITL_PER_REQUEST}; the TPOT column is read")
+    return replace(use, target="tpot", note=ITL_PER_REQUEST)
 
 
 def _latency_uses(mapping: Mapping) -> list[ColumnUse]:
@@ -216,10 +245,10 @@ def _run(
             run_doubts += said
             notes.append(f"{where}: end to end read as {use.column} (no total column)")
     start, said = _start(table, mapping, source, ok, (total, slices), where)
-    run_doubts += said
-    run_doubts += unit_doubts(checked, ok, output_tokens, where)
+    run_doubts += [*said, *unit_doubts(checked, ok, output_tokens, where)]
     run_doubts += impossible_rows(measured.get("ttft"), total, ok, where)
-    itl, itl_doubts = _itl(table, mapping, source, ok, measured.get("ttft"), output_tokens, meta)
+    whole = (measured.get("ttft"), total)
+    itl, itl_doubts = _itl(table, mapping, source, ok, whole, output_tokens, meta)
     run_doubts += itl_doubts
     if notes:
         meta["note"] = " ".join(notes)
@@ -274,8 +303,10 @@ def _succeeded(
 
 def _notes(mapping: Mapping, where: str, empty: int) -> list[str]:
     """What the report must say about the reading: unused columns that look like latencies or
-    failure markers, and rows with no latency at all."""
-    notes = []
+    failure markers, an `itl` column of per-request means, and rows with no latency at all."""
+    notes = [
+        _itl_note(u, where) for u in mapping.uses if (u.note or "").startswith(ITL_PER_REQUEST)
+    ]
     odd = [u for u in mapping.all(UNUSED) if u.note and u.note.startswith("looks like")]
     if odd:
         named = ", ".join(f"{cut(u.column, 60)} ({u.note})" for u in odd[:8])
@@ -288,6 +319,11 @@ def _notes(mapping: Mapping, where: str, empty: int) -> list[str]:
             "empty or 0): counted as failed"
         )
     return notes
+
+
+def _itl_note(use: ColumnUse, where: str) -> str:
+    said = f"{where}: {cut(use.column, 60)} holds {use.note}"
+    return said if use.role == UNUSED else f"{said}: read as the TPOT (an ITL needs the gaps)"
 
 
 def _tokens(table: Table, mapping: Mapping, target: str, source: str) -> FloatArray | None:
@@ -461,10 +497,12 @@ def _itl(
     mapping: Mapping,
     source: str,
     ok: np.ndarray,
-    ttft: FloatArray | None,
+    whole: tuple[FloatArray | None, FloatArray | None],
     tokens: FloatArray | None,
     meta: dict[str, str | float],
 ) -> tuple[Itl | None, list[Doubt]]:
+    """The gaps between tokens, each request's list (`whole`: its TTFT and end to end, which
+    tell gap lists from lists of token times), with what was found wrong in them."""
     use = mapping.one(METRIC, "itl")
     if use is None:
         return None, []
@@ -473,18 +511,7 @@ def _itl(
     if scalar:
         meta["itl"] = "one value per request (a per-request mean), not per-token gaps"
     else:
-        trimmed = itl_from_start(itl, ttft, tokens, ok)
-        if trimmed is not None:
-            itl = trimmed
-            doubts.append(
-                Doubt(
-                    "impossible",
-                    cut(use.column, 80),
-                    f"{source}: the gap lists of {cut(use.column, 80)} start at the request's "
-                    "start (their first gap is the TTFT): the first gap of each is left out",
-                    fails=False,
-                )
-            )
+        itl, doubts = _gap_lists(itl, cut(use.column, 80), source, ok, whole, tokens)
     check_itl(itl, ok, use.column, source)
     if len(itl.values):
         with np.errstate(invalid="ignore"):
@@ -504,4 +531,58 @@ def _itl(
                     affects=("itl",),
                 )
             )
+    return itl, doubts
+
+
+def _gap_lists(
+    itl: Itl,
+    name: str,
+    source: str,
+    ok: np.ndarray,
+    whole: tuple[FloatArray | None, FloatArray | None],
+    tokens: FloatArray | None,
+) -> tuple[Itl, list[Doubt]]:
+    """Lists of token times (since the first token, or the request's start) made gaps by
+    differencing, with a note; lists that sum past the end to end and are no token times
+    either, an `impossible` doubt; lists that start at the request's start (their first gap is
+    the TTFT) without that first gap."""
+    ttft, total = whole
+    doubts = []
+    gaps, past, of, first = itl_cumulative(itl, total, ok)
+    if gaps is not None:
+        itl = gaps
+        said = f"summed, they run past the end to end in {numbers.count(past)} of {of} requests"
+        doubts.append(
+            Doubt(
+                "impossible",
+                name,
+                f"{source}: the lists of {name} are token times, growing ({said}), not the gaps "
+                "between tokens: the gaps are their differences",
+                fails=False,
+            )
+        )
+    elif past:
+        doubts.append(
+            Doubt(
+                "impossible",
+                name,
+                f"{source}: the gap lists of {name} sum to more than the end to end in "
+                f"{numbers.count(past)} of {of} requests (first: row {first + 1}) and do not "
+                "grow as token times would: they are not the gaps between tokens; write each "
+                "request's gaps",
+                affects=("itl",),
+            )
+        )
+    trimmed = itl_from_start(itl, ttft, tokens, ok)
+    if trimmed is not None:
+        itl = trimmed
+        doubts.append(
+            Doubt(
+                "impossible",
+                name,
+                f"{source}: the gap lists of {name} start at the request's start (their first "
+                "gap is the TTFT): the first gap of each is left out",
+                fails=False,
+            )
+        )
     return itl, doubts

@@ -9,7 +9,6 @@ wrong); rows no request can have are an `impossible` doubt with their count and 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -19,7 +18,7 @@ import pyarrow as pa
 from budgetdiff import numbers
 from budgetdiff.errors import ReadError
 from budgetdiff.formats.native.columns import as_float, decoded, failed
-from budgetdiff.formats.native.names import GUESSED, cut
+from budgetdiff.formats.native.names import GUESSED, STATISTIC, cut, is_statistic
 from budgetdiff.formats.native.tables import NAME, Table
 from budgetdiff.table import KNOWN_SLICES, METRICS, BoolArray, ColumnUse, Doubt, FloatArray, Itl
 from budgetdiff.units import MS_PER
@@ -102,12 +101,8 @@ def _status_failed(text: str) -> bool:
 
 # ---------------------------------------------------------------- summary rows
 
-_SUMMARY_LABELS = frozenset(
-    {"mean", "avg", "average", "median", "p50", "p90", "p95", "p99", "p99.9", "p999", "max"}
-    | {"min", "std", "stdev", "stddev", "sum", "total", "count", "summary", "overall", "all"}
-)
-_PERCENTILE_LABEL = re.compile(r"^p\d{1,2}(\.\d+)?$")
 _KERNELS_FROM_ROWS = 20_000  # as native_columns: below it a loop beats importing the kernels
+_SUMMARY_ROWS = 1000  # a table of statistics has at most this many rows (p0.1 ... p99.9, ...)
 
 
 def summary_rows(
@@ -122,10 +117,16 @@ def summary_rows(
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
             continue
         mask = _labelled(arr)
-        if mask.sum() > max(20, n // 10):  # not a summary: a class or id that reads like one
+        labelled = int(mask.sum())
+        column = f"column {cut(use.column, 80)!r}" if use.column else "the nameless first column"
+        if labelled == n and n <= _SUMMARY_ROWS:  # every row a statistic: a summary table
+            said = _every_row_a_statistic(arr)
+            if said is not None:
+                return mask, f"labelled as a statistic in {column} ({said})"
+        if labelled > max(20, n // 10):  # not a summary: a class or id that reads like one
             mask[:] = False
         if mask.any():
-            return mask, f"labelled as statistics in column {cut(use.column, 80)!r}"
+            return mask, f"labelled as statistics in {column}"
     trailing = _statistic_rows(latencies, n)
     if trailing:
         mask[n - trailing :] = True
@@ -134,20 +135,26 @@ def summary_rows(
 
 
 def _labelled(arr: pa.Array) -> BoolArray:
-    """Which cells of a text column are a statistic's label (mean, p95, max, ...)."""
+    """Which cells of a text column are a statistic's label (mean, p95, 95%, max, ...)."""
     if len(arr) < _KERNELS_FROM_ROWS:  # a loop: no pyarrow.compute import (start-up)
-        texts = [(v or "").strip().lower() for v in arr.to_pylist()]
-        return np.array(
-            [t in _SUMMARY_LABELS or bool(_PERCENTILE_LABEL.match(t)) for t in texts], dtype=bool
-        )
+        return np.array([is_statistic(v or "") for v in arr.to_pylist()], dtype=bool)
     import pyarrow.compute as pc
 
     text = pc.utf8_lower(pc.utf8_trim_whitespace(arr))
-    hit = pc.or_(
-        pc.is_in(text, value_set=pa.array(sorted(_SUMMARY_LABELS))),
-        pc.match_substring_regex(text, _PERCENTILE_LABEL.pattern),
-    )
+    hit = pc.match_substring_regex(text, STATISTIC.pattern)
     return np.asarray(pc.fill_null(hit, False).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _every_row_a_statistic(arr: pa.Array) -> str | None:
+    """The labels (`10%, 25%, ..., max`) of a column whose every cell is a statistic's, when
+    they make a summary: a few rows, or four different statistics or more (a class column's
+    `max` / `min` tiers repeat); else None."""
+    texts = [str(v).strip() for v in arr.to_pylist()]
+    distinct = list(dict.fromkeys(texts))
+    if len(texts) > 20 and len(distinct) < 4:
+        return None
+    shown = distinct if len(distinct) <= 12 else [*distinct[:10], "...", distinct[-1]]
+    return ", ".join(cut(t, 20) for t in shown)
 
 
 def _tolerance(stat: float) -> float:
@@ -442,6 +449,44 @@ def itl_from_start(
     kept_counts = np.maximum(lengths - 1, 0)
     offsets = np.concatenate([[0], np.cumsum(kept_counts)]).astype(np.int64)
     return Itl(values=itl.values[~drop], offsets=offsets)
+
+
+_PAST_TOTAL = 0.5  # this share of the lists summing past their end to end: not gaps
+_GROWING = 0.9  # of those, this share never falling: token times, not gaps
+
+
+def itl_cumulative(
+    itl: Itl, total: FloatArray | None, ok: BoolArray
+) -> tuple[Itl | None, int, int, int]:
+    """Gap lists that are no gaps: summed, a request's gaps are at most its end to end, but
+    token times (since the first token, or the request's start) sum far past it. Returns the
+    gaps as their differences where the lists are such times (growing), else None; and how
+    many lists sum past their end to end, of how many with a total, the first such row. One
+    pass over the gaps where they are gaps (the common case)."""
+    lengths = np.diff(itl.offsets)
+    if total is None:
+        return None, 0, 0, 0
+    has = ok & (lengths > 1) & np.isfinite(total)
+    if has.sum() < 3:
+        return None, 0, 0, 0
+    listed = lengths > 0
+    starts = itl.offsets[:-1][listed]
+    sums = np.zeros(len(lengths))
+    sums[listed] = np.add.reduceat(itl.values, starts)
+    with np.errstate(invalid="ignore"):
+        past = has & (sums > total * 1.01 + 1.0)
+    if past.sum() < _PAST_TOTAL * has.sum():
+        return None, 0, 0, 0
+    counts = (int(past.sum()), int(has.sum()), int(np.flatnonzero(past)[0]))
+    step = np.diff(itl.values, prepend=0.0)
+    step[starts] = itl.values[starts]  # each list's first gap: its first time, from 0
+    lowest = np.zeros(len(lengths))
+    lowest[listed] = np.minimum.reduceat(step, starts)
+    with np.errstate(invalid="ignore"):
+        growing = past & ~(lowest < -1e-9)
+    if growing.sum() < _GROWING * past.sum():
+        return None, *counts
+    return Itl(values=step, offsets=itl.offsets), *counts
 
 
 # ---------------------------------------------------------------- times

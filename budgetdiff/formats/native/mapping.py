@@ -26,6 +26,7 @@ from budgetdiff.formats.native.names import (
     looks_read_worthy,
     normalize,
     rule_for,
+    statistic_column,
 )
 from budgetdiff.formats.native.tables import NAME
 from budgetdiff.formats.options import ReadOptions
@@ -105,7 +106,24 @@ def map_columns(columns: list[str], options: ReadOptions, source: str) -> Mappin
         assert target is not None
         uses.append(_use(column, role, target, stated, units, rule.unit if rule else "ms"))
     uses += _first_token_from_ttft(uses, wanted_slices)
+    if not any(u.role in LATENCY_ROLES for u in uses):
+        _not_a_summary(columns, source)
     return Mapping(tuple(_one_each(uses, source)))
+
+
+def _not_a_summary(columns: list[str], source: str) -> None:
+    """A header with no latency column read and two or more named as statistics (`mean`,
+    `p95`, `p95_ttft_ms`) is a summary, one row per metric or run: refused as what it is."""
+    stats = [c for c in columns if statistic_column(c)]
+    if len(stats) < 2:
+        return
+    named = ", ".join(cut(c, 40) for c in stats[:8]) + (", ..." if len(stats) > 8 else "")
+    raise ReadError.at(
+        NAME,
+        source,
+        f"a summary, not requests: its columns are statistics ({named}), not one value per "
+        "request; pass the per-request file it was made from (one row per request)",
+    )
 
 
 def _first_token_from_ttft(uses: list[ColumnUse], wanted: set[str]) -> list[ColumnUse]:

@@ -168,7 +168,8 @@ RULES: tuple[Rule, ...] = (
         "itl",
         ("itl", "itls", "inter_token_latency", "inter_token_latencies", "token_gaps", "gaps"),
         "ms",
-        "gaps between tokens: a list per request ([12.1, 11.8, ...]) or one mean per request",
+        "gaps between tokens: a list per request ([12.1, 11.8, ...]); one number per request is "
+        "its mean gap, read as the TPOT",
     ),
     Rule(
         METRIC,
@@ -359,3 +360,43 @@ def looks_read_worthy(header: str) -> str | None:
 def cut(text: str, limit: int) -> str:
     """Text from the file, cut to `limit` characters for a message (the renderers escape it)."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# ---------------------------------------------------------------- statistics, not requests
+
+# A statistic's label, as a summary names its rows or columns: a word (mean, max, count) or a
+# percentile as a harness writes one (p95, P99.9, 95%, 95th, 99.9th percentile); never a bare
+# number (an id, a class of traffic).
+_STATISTIC_WORDS = (
+    "mean|avg|average|median|mode|min|minimum|max|maximum|std|stdev|stddev|std_dev|sd|var"
+    "|variance|sum|total|count|summary|overall|all"
+)
+STATISTIC = re.compile(
+    rf"^(?:{_STATISTIC_WORDS}"
+    r"|p\d{1,3}(?:[._]\d+)?"
+    r"|\d{1,3}(?:\.\d+)?\s*%"
+    r"|\d{1,2}(?:\.\d+)?\s*(?:st|nd|rd|th)(?:\s+percentile)?"
+    r"|percentile\s*\d{1,2}(?:\.\d+)?)$"
+)
+
+
+def is_statistic(text: str) -> bool:
+    """`mean`, `p95`, `95%`, `99.9th percentile`: a statistic's label (case folded)."""
+    return STATISTIC.match(text.strip().lower()) is not None
+
+
+def statistic_column(header: str) -> bool:
+    """A column of a summary, not of requests: named as a statistic (`p95`, `95%`, `mean`,
+    `p95_ms`), or as a statistic of a latency (`p95_ttft_ms`, `ttft_p95`, `Median E2EL`); not a
+    name read as something else (`total`, `total_latency`)."""
+    if rule_for(header) is not None:
+        return False
+    base = normalize(header).base
+    if is_statistic(header) or is_statistic(base):
+        return True
+    words = base.split("_")
+    for stat, rest in ((words[0], words[1:]), (words[-1], words[:-1])):
+        rule = _BY_NAME.get("_".join(rest)) if rest and is_statistic(stat) else None
+        if rule is not None and rule.role in LATENCY_ROLES:
+            return True
+    return False

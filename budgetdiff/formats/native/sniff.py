@@ -12,7 +12,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from budgetdiff.formats.native.names import LATENCY_ROLES, looks_read_worthy, normalize, rule_for
+from budgetdiff.formats.native.names import (
+    LATENCY_ROLES,
+    looks_read_worthy,
+    normalize,
+    rule_for,
+    statistic_column,
+)
 
 # Keys that mark a benchmark tool's own JSON (read by that tool's format, not as a native table).
 TOOL_KEYS = frozenset(
@@ -92,6 +98,16 @@ def sniff(head: bytes, name: str) -> bool:
         return True
     header = _header(head)
     return header is not None and _looks_native_header(header)
+
+
+def summary_header(head: bytes) -> bool:
+    """A text table / flat JSON objects whose header names two or more statistics (`mean`,
+    `p95`, `p95_ttft_ms`) and no benchmark tool's keys: a summary, which no reader claimed;
+    the native reader says what it is (a summary, not requests), not that no format fits."""
+    header = _header(head)
+    if header is None or {c.strip() for c in header} & TOOL_KEYS:
+        return False
+    return sum(1 for c in header if statistic_column(c)) >= 2
 
 
 def has_slices(head: bytes, slices: Sequence[str]) -> bool:
