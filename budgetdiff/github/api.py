@@ -24,6 +24,7 @@ from budgetdiff.sources.deadline import (
     Deadline,
     Policy,
     Retry,
+    hang_up,
     retry_after,
 )
 
@@ -210,15 +211,16 @@ class GitHubClient:
         request = self._http.build_request(method, url, timeout=timeout, **kw)
         response = self._http.send(request, stream=True, follow_redirects=follow)
         try:
-            body = bytearray()
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) > cap:
-                    raise InputError(
-                        f"{method} {_origin(str(response.url))[1]}{self._where(url)}: the "
-                        f"answer is over {cap} bytes; refusing to read more"
-                    )
-                self._late(method, str(response.url))
+            with self.deadline.watch(hang_up(response)):
+                body = bytearray()
+                for chunk in response.iter_bytes():
+                    body += chunk
+                    if len(body) > cap:
+                        raise InputError(
+                            f"{method} {_origin(str(response.url))[1]}{self._where(url)}: the "
+                            f"answer is over {cap} bytes; refusing to read more"
+                        )
+                    self._late(method, str(response.url))
         finally:
             response.close()
         headers = [(k, v) for k, v in response.headers.multi_items() if k not in _FRAMING]

@@ -17,12 +17,16 @@ together), a server's `retry-after` (or rate-limit reset) honoured up to `max_wa
 
 from __future__ import annotations
 
+import contextlib
 import math
 import random
+import socket
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 from budgetdiff.errors import UsageError
 from budgetdiff.numbers import given
@@ -110,6 +114,18 @@ class Deadline:
         """A request's own timeout, cut to what is left (never 0, which would mean none)."""
         return max(0.001, min(seconds, self.remaining()))
 
+    @contextlib.contextmanager
+    def watch(self, hang_up: Callable[[], None]) -> Iterator[None]:
+        """Call `hang_up` (from a timer thread) if the block still runs at the deadline: what
+        ends a body that trickles in faster than any per-read timeout."""
+        timer = threading.Timer(self.remaining(), hang_up)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+
     def message(self, host: str | None = None) -> str:
         """One line for a step that ran out of time: the host asked (`host`, else the step's),
         the step, the fix."""
@@ -150,6 +166,21 @@ class Retry:
             return after + self.rng.uniform(0.0, min(1.0, after / 10))
         longest = self.policy.backoff_s(attempt)
         return self.rng.uniform(longest / 2, longest)
+
+
+def hang_up(response: Any) -> Callable[[], None]:
+    """For `Deadline.watch`: shut an httpx response's socket, which wakes the read blocked on
+    it (the read then fails, and the client says the deadline). No socket (a test's
+    MockTransport): nothing to do."""
+
+    def shut() -> None:
+        stream = response.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if isinstance(sock, socket.socket):
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    return shut
 
 
 def retry_after(headers: Mapping[str, str], now: float) -> float | None:

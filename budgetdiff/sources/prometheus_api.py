@@ -29,6 +29,7 @@ from budgetdiff.sources.deadline import (
     Deadline,
     Retry,
     deadline_seconds,
+    hang_up,
     retry_after,
 )
 
@@ -139,7 +140,10 @@ class PrometheusClient:
             self.deadline.cap(READ_TIMEOUT_S), connect=self.deadline.cap(CONNECT_TIMEOUT_S)
         )
         url = f"{self.url}/api/v1/query"
-        with self._http.stream("GET", url, params=params, timeout=timeout) as response:
+        with (
+            self._http.stream("GET", url, params=params, timeout=timeout) as response,
+            self.deadline.watch(hang_up(response)),
+        ):
             content = bytearray()
             for chunk in response.iter_bytes():
                 content += chunk

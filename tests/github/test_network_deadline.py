@@ -58,7 +58,7 @@ def test_a_dribbling_api_ends_the_comment_step_by_its_deadline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def dribble(seen: Seen) -> Answer:
-        return Answer(200, b"[]" + b" " * 60, {"Content-Type": "application/json"}, gap_s=1.0)
+        return Answer(200, b"[]" + b" " * 60, {"Content-Type": "application/json"}, gap_s=3.0)
 
     with HostileServer(dribble) as server:
         env = pr_env(tmp_path, server.url, **{DEADLINE_ENV: "2"})
@@ -68,7 +68,7 @@ def test_a_dribbling_api_ends_the_comment_step_by_its_deadline(
     [warning] = warnings
     assert server.host in warning
     assert "posting the PR comment did not finish within its 2 s deadline" in warning
-    assert took < 3.5
+    assert took < 2.8  # the first byte comes at 3 s: the deadline, not the byte, ends it
 
 
 def test_a_stalled_artifact_download_ends_by_the_deadline_as_no_base(
