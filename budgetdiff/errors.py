@@ -15,6 +15,10 @@ A failing verdict is exit 1 and no exception.
 
 from __future__ import annotations
 
+import base64
+import re
+from collections.abc import Iterable
+
 # A crash inside budgetdiff is a bug, not bad input: its own exit code, never 1 (a failing
 # verdict) or 2 (bad input), and one line that says where to report it.
 BUG_EXIT_CODE = 3
@@ -28,8 +32,9 @@ class BudgetdiffError(Exception):
 
     def lines(self) -> list[str]:
         """The message as the lines to print: one, whatever a file's text put in it (a newline
-        inside a value quoted from a results file must not start a line of its own)."""
-        return [str(self)]
+        inside a value quoted from a results file must not start a line of its own), with any
+        `Bearer`/`Basic` credential in it redacted."""
+        return [redact(str(self))]
 
 
 class UsageError(BudgetdiffError):
@@ -73,7 +78,8 @@ class BudgetError(BudgetdiffError):
     """An invalid budget file: every problem found, one per line of the message."""
 
     def lines(self) -> list[str]:
-        return [line for line in str(self).split("\n") if line.strip()] or [str(self)]
+        lines = [line for line in str(self).split("\n") if line.strip()] or [str(self)]
+        return [redact(line) for line in lines]
 
 
 class GitError(BudgetdiffError):
@@ -105,7 +111,33 @@ def _bug_line(exc: BaseException, whose: str) -> str:
         parts = where.filename.replace("\\", "/").split("/")
         name = "/".join(parts[parts.index("budgetdiff") :]) if "budgetdiff" in parts else parts[-1]
         at = f" at {name}:{where.lineno}"
-    return (
+    return redact(
         f"a bug in budgetdiff, {whose} ({type(exc).__name__}{at}: {exc}); please "
         f"report it with this line and the command at {BUG_REPORT_URL}"
     )
+
+
+# `Bearer <token>` and `Basic <base64 of user:password>` as an Authorization header writes them
+_BEARER = re.compile(r"(?i)\b(bearer\s+)([A-Za-z0-9._~+/=-]{8,})")
+_BASIC = re.compile(r"(?i)\b(basic\s+)([A-Za-z0-9+/]{4,}={0,2})")
+REDACTED = "***"
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """`text` with every credential written `***`: each of `secrets` (longest first, so no part
+    of one shows), and whatever follows `Bearer` or a `Basic` that is base64 of `user:password`
+    (a header an error or a server's answer echoes). Every message that may quote a request or
+    an answer is worded through here: errors, log lines, annotations."""
+    for secret in sorted({s for s in secrets if s}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+    return _BASIC.sub(
+        lambda m: m.group(1) + REDACTED if _is_basic(m.group(2)) else m.group(0), text
+    )
+
+
+def _is_basic(word: str) -> bool:
+    try:
+        return b":" in base64.b64decode(word, validate=True)
+    except ValueError:  # binascii.Error is one
+        return False

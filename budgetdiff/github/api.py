@@ -1,30 +1,45 @@
-"""The one HTTP edge to GitHub's REST API: headers, timeouts, retries, pagination, no leaks."""
+"""The one HTTP edge to GitHub's REST API: headers, timeouts, retries, pagination, no leaks.
+
+One client is one network step (posting the PR comment, fetching the base artifact): its
+`Deadline` (sources/deadline.py) bounds every request, every read of an answer and every wait
+between tries; the retries and their waits are the shared `Retry`'s.
+"""
 
 from __future__ import annotations
 
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import orjson
 
-from budgetdiff.errors import InputError, PublishError
+from budgetdiff.errors import InputError, PublishError, redact
+from budgetdiff.sources.deadline import (
+    ARTIFACT,
+    DEFAULT_DEADLINE_S,
+    GITHUB_API,
+    Deadline,
+    Policy,
+    Retry,
+    hang_up,
+    retry_after,
+)
 
 API_VERSION = "2022-11-28"
 DEFAULT_API_URL = "https://api.github.com"
 USER_AGENT = "budgetdiff"
-TIMEOUT = httpx.Timeout(30.0, connect=10.0)
-MAX_ATTEMPTS = 5
-BACKOFF_S = (1.0, 2.0, 4.0, 8.0)
-# A rate-limit reset further away than this is not worth blocking a CI job for.
-MAX_WAIT_S = 120.0
+READ_TIMEOUT_S = 30.0  # each read; the step's deadline cuts it to what is left
+CONNECT_TIMEOUT_S = 10.0
+MAX_ANSWER_BYTES = 64 * 1024 * 1024  # over the artifact cap; 100 comments of 65,536 chars fit
 # GitHub's documented advice for a secondary rate limit without `retry-after`: wait a minute.
 SECONDARY_WAIT_S = 60.0
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 _LINK_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
+# what a whole body read here no longer carries (it is decoded, and its length is its own)
+_FRAMING = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
 class ApiError(PublishError):
@@ -46,14 +61,9 @@ class ApiError(PublishError):
         return self.status is None or self.status in RETRY_STATUSES
 
 
-@dataclass(frozen=True)
-class _Wait:
-    seconds: float
-    why: str
-
-
 class GitHubClient:
-    """A small REST client: `GITHUB_API_URL` based, versioned, retrying, paginating.
+    """A small REST client: `GITHUB_API_URL` based, versioned, retrying, paginating, and done
+    within its step's deadline (`step` names it in the message when it is not).
 
     Non-idempotent requests (POST) are retried only where GitHub certainly did not act on them
     (rate limits, connection refused); the caller decides what to do after a 5xx, because a POST
@@ -68,6 +78,8 @@ class GitHubClient:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.time,
+        step: str = "the GitHub API",
+        deadline_s: float = DEFAULT_DEADLINE_S,
     ) -> None:
         self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
         if _origin(self.api_url)[1] == "":
@@ -75,11 +87,12 @@ class GitHubClient:
                 f"GITHUB_API_URL {api_url[:200]!r} is not an http(s) URL "
                 "(e.g. https://api.github.com or https://HOST/api/v3)"
             )
-        self._token = token
-        self._sleep = sleep
+        self._token = token.strip()  # a secret's trailing newline is no part of the token
+        self.sleep = sleep
         self._clock = clock
+        self.deadline = Deadline.start(step, _origin(self.api_url)[1], deadline_s)
+        self.retry = self.retrying(GITHUB_API)
         self._http = httpx.Client(
-            timeout=TIMEOUT,
             transport=transport,
             follow_redirects=False,
             headers={
@@ -98,6 +111,10 @@ class GitHubClient:
     def close(self) -> None:
         self._http.close()
 
+    def retrying(self, policy: Policy) -> Retry:
+        """Tries of `policy` within this client's step (the comment's own, the download's)."""
+        return Retry(policy, self.deadline, self.sleep)
+
     # -- requests -------------------------------------------------------------------------
 
     def request(
@@ -114,39 +131,32 @@ class GitHubClient:
         if idempotent is None:
             idempotent = method.upper() in ("GET", "HEAD", "PUT", "DELETE", "PATCH")
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else {}
-        for attempt in range(1, MAX_ATTEMPTS + 1):
+        for attempt in range(1, GITHUB_API.attempts + 1):
             try:
-                response = self._http.request(
-                    method, url, params=params, json=json_body, headers=headers
-                )
+                response = self._send(method, url, params=params, json=json_body, headers=headers)
             except httpx.InvalidURL:
                 raise ApiError(
                     self._redact(f"{method} {self._where(url)}: not a valid URL"), method=method
                 ) from None
             except httpx.TransportError as exc:
+                self._late(method, url)
                 # Connection refused/reset before an answer: safe to repeat unless the request
                 # may have reached the server (a POST that timed out while reading).
                 sent = not isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
-                if attempt == MAX_ATTEMPTS or (sent and not idempotent):
+                if (sent and not idempotent) or not self.retry.wait(attempt):
                     raise ApiError(
                         self._redact(
                             f"{method} {self._where(url)}: no answer ({type(exc).__name__})"
                         ),
                         method=method,
                     ) from None
-                self.backoff(attempt)
                 continue
             if response.status_code < 400:
                 return response
-            wait = self._retry_wait(response, attempt, idempotent)
-            if wait is None or attempt == MAX_ATTEMPTS:
+            retry, after = self._retry_wait(response, idempotent)
+            if not retry or not self.retry.wait(attempt, after=after):
                 raise self._error(method, url, response)
-            self._sleep(wait.seconds)
         raise AssertionError("unreachable")  # pragma: no cover
-
-    def backoff(self, attempt: int) -> None:
-        """Wait before attempt `attempt + 1` of something the caller repeats itself."""
-        self._sleep(BACKOFF_S[min(attempt - 1, len(BACKOFF_S) - 1)])
 
     def get_json(self, path: str, params: Mapping[str, str | int] | None = None) -> Any:
         return _json(self.request("GET", path, params=params))
@@ -184,40 +194,76 @@ class GitHubClient:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _fetch_capped(self, url: str, max_bytes: int) -> bytes:
-        for attempt in range(1, MAX_ATTEMPTS + 1):
-            try:
-                with self._http.stream(
-                    "GET", url, headers={"Accept": "*/*"}, follow_redirects=True
-                ) as response:
-                    if response.status_code in RETRY_STATUSES and attempt < MAX_ATTEMPTS:
-                        self.backoff(attempt)
-                        continue
-                    if response.status_code >= 400:
-                        raise ApiError(
-                            f"download of the artifact archive failed: HTTP {response.status_code}",
-                            status=response.status_code,
-                            method="GET",
+    def _send(
+        self,
+        method: str,
+        url: str,
+        *,
+        cap: int = MAX_ANSWER_BYTES,
+        follow: bool = False,
+        **kw: Any,
+    ) -> httpx.Response:
+        """One request, its answer read whole within the step's deadline: each read waits at
+        most what is left, and an answer still arriving at the deadline is given up."""
+        timeout = httpx.Timeout(
+            self.deadline.cap(READ_TIMEOUT_S), connect=self.deadline.cap(CONNECT_TIMEOUT_S)
+        )
+        request = self._http.build_request(method, url, timeout=timeout, **kw)
+        response = self._http.send(request, stream=True, follow_redirects=follow)
+        try:
+            with self.deadline.watch(hang_up(response)):
+                body = bytearray()
+                for chunk in response.iter_bytes():
+                    body += chunk
+                    if len(body) > cap:
+                        raise InputError(
+                            f"{method} {_origin(str(response.url))[1]}{self._where(url)}: the "
+                            f"answer is over {cap} bytes; refusing to read more"
                         )
-                    chunks: list[bytes] = []
-                    size = 0
-                    for chunk in response.iter_bytes():
-                        size += len(chunk)
-                        if size > max_bytes:
-                            raise InputError(
-                                f"the artifact archive is larger than {max_bytes} bytes; "
-                                "refusing to download more (upload only the results files)"
-                            )
-                        chunks.append(chunk)
-                    return b"".join(chunks)
+                    self._late(method, str(response.url))
+        finally:
+            response.close()
+        headers = [(k, v) for k, v in response.headers.multi_items() if k not in _FRAMING]
+        return httpx.Response(
+            response.status_code, headers=headers, content=bytes(body), request=response.request
+        )
+
+    def _late(self, method: str, url: str) -> None:
+        """An `ApiError` naming the host and the step once the step's deadline has passed."""
+        if self.deadline.expired:
+            host = _origin(url)[1] or self.deadline.host
+            raise ApiError(self._redact(self.deadline.message(host)), method=method)
+
+    def _fetch_capped(self, url: str, max_bytes: int) -> bytes:
+        retry = self.retrying(ARTIFACT)
+        for attempt in range(1, ARTIFACT.attempts + 1):
+            try:
+                response = self._send(
+                    "GET", url, headers={"Accept": "*/*"}, follow=True, cap=max_bytes
+                )
             except httpx.InvalidURL:
                 raise ApiError("the artifact archive's storage URL is not valid") from None
+            except InputError:
+                raise InputError(
+                    f"the artifact archive is larger than {max_bytes} bytes; "
+                    "refusing to download more (upload only the results files)"
+                ) from None
             except (httpx.TransportError, httpx.DecodingError) as exc:
-                if attempt == MAX_ATTEMPTS:
+                self._late("GET", url)
+                if not retry.wait(attempt):
                     raise ApiError(
                         f"download of the artifact archive failed ({type(exc).__name__})"
                     ) from None
-                self.backoff(attempt)
+                continue
+            if response.status_code in RETRY_STATUSES and retry.wait(attempt):
+                continue
+            if response.status_code >= 400:
+                raise ApiError(
+                    f"download of the artifact archive failed: HTTP {response.status_code}",
+                    status=response.status_code,
+                    method="GET",
+                )
+            return response.content
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _url(self, path_or_url: str) -> str:
@@ -228,7 +274,8 @@ class GitHubClient:
             return path_or_url
         return self.api_url + "/" + path_or_url.lstrip("/")
 
-    def _retry_wait(self, response: httpx.Response, attempt: int, idempotent: bool) -> _Wait | None:
+    def _retry_wait(self, response: httpx.Response, idempotent: bool) -> tuple[bool, float | None]:
+        """Whether to try again, and the wait the server asks for (None: the backoff's)."""
         status = response.status_code
         headers = response.headers
         secondary = status in (403, 429) and "secondary rate limit" in _message(response).lower()
@@ -242,18 +289,11 @@ class GitHubClient:
         )
         if rate_limited:
             # GitHub did not act on a rate-limited request: repeating it is safe even for POST.
-            seconds = _retry_after(headers, self._clock())
-            if seconds is None:
-                if secondary or status == 403:
-                    seconds = SECONDARY_WAIT_S
-                else:
-                    seconds = BACKOFF_S[min(attempt - 1, len(BACKOFF_S) - 1)]
-            if seconds > MAX_WAIT_S:
-                return None
-            return _Wait(seconds, "rate limit")
-        if status in RETRY_STATUSES and idempotent:
-            return _Wait(BACKOFF_S[min(attempt - 1, len(BACKOFF_S) - 1)], f"HTTP {status}")
-        return None
+            seconds = retry_after(headers, self._clock())
+            if seconds is None and (secondary or status == 403):
+                seconds = SECONDARY_WAIT_S
+            return True, seconds
+        return status in RETRY_STATUSES and idempotent, None
 
     def _error(self, method: str, url: str, response: httpx.Response) -> ApiError:
         detail = _message(response)[:300] or response.reason_phrase
@@ -271,22 +311,22 @@ class GitHubClient:
         return urlsplit(url).path or url
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._token, "***") if self._token else text
+        return redact(text, (self._token,))
 
 
 def _message(response: httpx.Response) -> str:
     """The `message` of a GitHub error body ("" when the body is not a JSON object)."""
     try:
-        payload = response.json()
-    except (ValueError, UnicodeDecodeError):
+        payload = orjson.loads(response.content)
+    except orjson.JSONDecodeError:  # also JSON nested past orjson's 1,024 levels
         return ""
     return str(payload.get("message", "")) if isinstance(payload, dict) else ""
 
 
 def _json(response: httpx.Response) -> Any:
     try:
-        return response.json()
-    except (ValueError, UnicodeDecodeError):
+        return orjson.loads(response.content)
+    except orjson.JSONDecodeError:
         raise ApiError(
             f"{response.request.method} {response.request.url.path}: the answer is not JSON",
             status=response.status_code,
@@ -305,23 +345,6 @@ def json_object(response: httpx.Response) -> dict[str, Any]:
             method=response.request.method,
         )
     return data
-
-
-def _retry_after(headers: httpx.Headers, now: float) -> float | None:
-    """Seconds to wait from `retry-after` (seconds) or `x-ratelimit-reset` (epoch seconds)."""
-    value = headers.get("retry-after")
-    if value is not None:
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            return None
-    reset = headers.get("x-ratelimit-reset")
-    if reset is not None and headers.get("x-ratelimit-remaining") == "0":
-        try:
-            return max(0.0, float(reset) - now) + 1.0
-        except ValueError:
-            return None
-    return None
 
 
 def _cap(data: bytes, max_bytes: int, what: str) -> bytes:

@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from budgetdiff.github.api import ApiError, GitHubClient, json_object
+from budgetdiff.sources.deadline import COMMENT
 
 # GitHub refuses a comment body over 65,536 characters.
 COMMENT_MAX_CHARS = 65_536
 _MARKER_PREFIX = "<!-- budgetdiff:"
 _PLANTED = re.compile(r"<!--\s*budgetdiff:", re.IGNORECASE)
-MAX_ATTEMPTS = 3
 
 
 def marker(report_id: str) -> str:
@@ -125,15 +125,16 @@ def upsert(
     update one that exists, create none (None when there is none).
 
     A create that failed with a server error may still have happened, so its retry starts by
-    looking again rather than posting again. (Reads are retried inside the client.)
+    looking again rather than posting again. (Reads are retried inside the client; all of it
+    within the client's deadline.)
     """
-    for attempt in range(1, MAX_ATTEMPTS + 1):
+    retry = client.retrying(COMMENT)
+    for attempt in range(1, COMMENT.attempts + 1):
         try:
             return _upsert_once(client, repo, number, report_id, body, author, only_update)
         except ApiError as exc:
-            if not (exc.transient and exc.method == "POST") or attempt == MAX_ATTEMPTS:
+            if not (exc.transient and exc.method == "POST") or not retry.wait(attempt):
                 raise
-            client.backoff(attempt)
     raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -1,5 +1,6 @@
 """What the Actions runner tells budgetdiff through its environment, read once into a typed
-object, with the token redacted in one place and the API client's test seams beside it."""
+object, with the token redacted in one place, each network step's deadline, and the API
+client's test seams beside it."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from budgetdiff.errors import redact
 from budgetdiff.github import event
 from budgetdiff.github.api import GitHubClient
+from budgetdiff.sources.deadline import DEFAULT_DEADLINE_S, deadline_seconds
 
 if TYPE_CHECKING:
     import httpx
@@ -40,6 +43,7 @@ class GitHubContext:
     run_id: str = ""  # GITHUB_RUN_ID
     runner_temp: str = ""  # RUNNER_TEMP
     history_remote: str = ""  # BUDGETDIFF_HISTORY_REMOTE
+    deadline_s: float = DEFAULT_DEADLINE_S  # BUDGETDIFF_NETWORK_DEADLINE: each network step's
     transport: httpx.BaseTransport | None = field(default=None, repr=False, compare=False)
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False, compare=False)
 
@@ -55,7 +59,7 @@ class GitHubContext:
             return environ.get(name, "")
 
         return cls(
-            token=var("GITHUB_TOKEN"),
+            token=var("GITHUB_TOKEN").strip(),  # a secret's trailing newline is not the token
             api_url=var("GITHUB_API_URL"),
             repository=var("GITHUB_REPOSITORY"),
             event_name=var("GITHUB_EVENT_NAME"),
@@ -68,17 +72,27 @@ class GitHubContext:
             run_id=var("GITHUB_RUN_ID"),
             runner_temp=var("RUNNER_TEMP"),
             history_remote=var(HISTORY_REMOTE_ENV),
+            deadline_s=deadline_seconds(environ),
             transport=transport,
             sleep=time.sleep if sleep is None else sleep,
         )
 
     def redact(self, text: str) -> str:
-        """`text` with the token replaced by `***`: every message that may quote it passes here."""
-        return text.replace(self.token, "***") if self.token else text
+        """`text` with the token (and any `Bearer`/`Basic` credential) replaced by `***`: every
+        message that may quote it passes here (`errors.redact`)."""
+        return redact(text, (self.token,))
 
-    def client(self) -> GitHubClient:
-        """A REST client for this run's API URL and token (a bad URL raises `ApiError`)."""
-        return GitHubClient(self.api_url, self.token, transport=self.transport, sleep=self.sleep)
+    def client(self, step: str = "the GitHub API") -> GitHubClient:
+        """A REST client for this run's API URL and token, for one network step (`step` names
+        it when its deadline passes); a bad URL raises `ApiError`."""
+        return GitHubClient(
+            self.api_url,
+            self.token,
+            transport=self.transport,
+            sleep=self.sleep,
+            step=step,
+            deadline_s=self.deadline_s,
+        )
 
     @cached_property
     def payload(self) -> dict[str, Any]:

@@ -48,7 +48,7 @@ def fetch_base_artifact(name: str, context: GitHubContext, dest: Path) -> BaseRe
             "(and `permissions: actions: read`)",
         )
     try:
-        with context.client() as client:
+        with context.client("fetching the base artifact") as client:
             return _fetch_base(name, context, client, dest)
     except (ApiError, PublishError) as exc:  # a bad API URL, an unreadable event, a 403
         return _none(context, f"base-artifact {name}: {exc}")
@@ -122,7 +122,7 @@ def fetch_results_artifact(name: str, context: GitHubContext, dest: Path) -> Pat
         raise UsageError(f"results-artifact {name}: the event has no workflow_run.id")
     run_id = int(run["id"])
     try:
-        with context.client() as client:  # a bad GITHUB_API_URL: ApiError
+        with context.client("fetching the results artifact") as client:  # a bad URL: ApiError
             found = artifact.find_run_artifact(client, repo, run_id, name)
             if found is None:
                 raise UsageError(

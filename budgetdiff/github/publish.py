@@ -187,7 +187,7 @@ def _comment(
             "(the default `${{ github.token }}` works with `permissions: pull-requests: write`)"
         )
     payload = context.payload
-    with context.client() as client:
+    with context.client("posting the PR comment") as client:
         pr = _pull_request(context, payload, client, notes)
         if pr is None:
             return None

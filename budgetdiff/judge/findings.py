@@ -55,8 +55,9 @@ class _Raw:
     subject: str
     message: str
     # the `fail_on` kind that decides whether it fails: its own kind, a regression-like kind
-    # the budget cannot name (a higher failure rate), or None for a finding that only informs
-    gate: Kind | Literal["own"] | None = "own"
+    # the budget cannot name (a higher failure rate), None for a finding that only informs, or
+    # "always": it fails whatever `fail_on` names, unless it names nothing (`never`)
+    gate: Kind | Literal["own", "always"] | None = "own"
 
 
 def judge(
@@ -101,7 +102,7 @@ def judge(
     findings = []
     for r in raw:
         gate = r.kind if r.gate == "own" else r.gate
-        fails = gate in fail
+        fails = bool(fail) if gate == "always" else gate in fail
         if fails and accepted is not None and gate == Kind.REGRESSION:
             message = f"{r.message} (accepted by {accepted.by} with the label {accepted.label})"
             findings.append(Finding(r.kind, r.subject, False, message, accepted=True))
@@ -190,7 +191,8 @@ def _findings(c: Comparison, budget: Budget) -> list[_Raw]:
     p = percentile(c.percentile)
     served = not (c.head.requests and c.head.failed == c.head.requests)
     out = [] if served else [_all_failed(c)]
-    out += _unmeasured(c, budget, served)
+    blind = _unmeasured_sides(c, served)
+    out += blind or _unmeasured(c, budget, served)  # a side unseen: its rows need no saying
     out += _overallocated(budget)
     out += _slo_status(c, p)
     out += _over_budget(c, p)
@@ -360,6 +362,37 @@ def _inconclusive(c: Comparison, p: str) -> list[_Raw]:
         else f"no per-{c.unit.value} data for an interval"
     )
     return [_Raw(Kind.INCONCLUSIVE, names, f"{names}: {why}; the gate cannot tell", None)]
+
+
+def fewest_requests(p: float) -> int:
+    """The fewest requests that measure the p-th percentile: n (1 - p/100) >= 1, so at least
+    one request lies above it (20 at p95, 100 at p99); with fewer it is the slowest request,
+    or nothing."""
+    return max(1, math.ceil(round(100.0 / (100.0 - p), 9)))
+
+
+def _unmeasured_sides(c: Comparison, served: bool) -> list[_Raw]:
+    """A side with no requests, or too few to measure the budget's percentile: the gate cannot
+    see it, so it fails whatever `fail_on` names (issue 35). A head whose every request failed
+    is said as a breach (`_all_failed`); a side that does not say its count is not judged."""
+    need, p = fewest_requests(c.percentile), percentile(c.percentile)
+    out = []
+    for name, side in (("base", c.base), ("head", c.head)):
+        if side is None or side.requests is None or (name == "head" and not served):
+            continue
+        measured = side.requests - side.failed
+        if measured >= need:
+            continue
+        units = c.unit.plural if measured != 1 else c.unit.value
+        has = f"{count(measured)} {units}" + (" that succeeded" if side.failed else "")
+        if measured <= 0:
+            has = f"no {c.unit.plural}" + (" that succeeded" if side.failed else "")
+        message = (
+            f"{name} has {has}: too few to measure its {p} (needs at least {count(need)}, so "
+            f"that one lies above it); the gate cannot see this side, so it fails"
+        )
+        out.append(_Raw(Kind.UNMEASURED, name, message, "always"))
+    return out
 
 
 def _unmeasured(c: Comparison, budget: Budget, served: bool) -> list[_Raw]:

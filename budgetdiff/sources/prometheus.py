@@ -129,13 +129,14 @@ def read_live(
     environ: Mapping[str, str],
     *,
     transport: httpx.BaseTransport | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
 ) -> tuple[Run | None, Run]:
-    """The base run (None for a check) and the head run, read from the server."""
-    with PrometheusClient(query.url, environ, transport=transport, sleep=sleep) as client:
-        base = _side(client, query, query.base, "base") if query.base is not None else None
-        head = _side(client, query, query.head, "head")
-    return base, head
+    """The base run (None for a check) and the head run, read from the server (each side one
+    network step, with its own deadline)."""
+    base = None
+    if query.base is not None:
+        base = read_side(query, "base", environ, transport=transport, sleep=sleep)
+    return base, read_side(query, "head", environ, transport=transport, sleep=sleep)
 
 
 def read_side(
@@ -146,14 +147,15 @@ def read_side(
     transport: httpx.BaseTransport | None = None,
     sleep: Callable[[float], None] | None = None,
 ) -> Run:
-    """One side's run (`name` "base" or "head"), read from the server: what `evaluate.run`
-    reads for a `Live` source."""
+    """One side's run (`name` "base" or "head"), read from the server within the deadline of
+    the step "reading the base (head) side": what `evaluate.run` reads for a `Live` source."""
     side = query.base if name == "base" else query.head
     if side is None:
         raise UsageError("check reads one side: give --head-match (and --at), no --base-*")
     wait = time.sleep if sleep is None else sleep
-    with PrometheusClient(query.url, environ, transport=transport, sleep=wait) as client:
-        return _side(client, query, side, name)
+    step = f"reading the {name} side"
+    with PrometheusClient(query.url, environ, transport=transport, sleep=wait, step=step) as c:
+        return _side(c, query, side, name)
 
 
 def candidates(families: Mapping[str, str]) -> dict[str, tuple[str, ...]]:

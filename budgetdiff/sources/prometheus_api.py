@@ -1,27 +1,40 @@
 """The one HTTP edge to a Prometheus server (or Thanos, Mimir, Cortex): instant queries through
-`/api/v1/query`, credentials from the environment, timeouts, a bounded retry, one-line errors.
+`/api/v1/query`, credentials and headers from the environment (`sources.credentials`), each
+side read within its deadline and retried by the one helper (`sources.deadline`), one-line
+errors with every credential redacted.
 
 Every failure is a `PrometheusError` (exit 2) naming the server and the query; the server's
 answer is held to the documented shape (`{"status": "success", "data": {"resultType":
-"vector", ...}}`) and its size bounded, since a proxy or a wrong URL may answer anything.
+"vector", ...}}`), its size bounded and its nesting (orjson stops at 1,024 levels), since a
+proxy or a wrong URL may answer anything.
 """
 
 from __future__ import annotations
 
-import json
+import sys
 import time
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TextIO
 from urllib.parse import urlsplit
 
 import httpx
+import orjson
 
-from budgetdiff.errors import InputError, UsageError
+from budgetdiff.errors import InputError, UsageError, redact
+from budgetdiff.sources.credentials import Credentials
+from budgetdiff.sources.deadline import (
+    PROMETHEUS,
+    RETRY_STATUSES,
+    Deadline,
+    Retry,
+    deadline_seconds,
+    hang_up,
+    retry_after,
+)
 
-TIMEOUT = httpx.Timeout(30.0, connect=5.0)
-MAX_ATTEMPTS = 3
-BACKOFF_S = (0.5, 2.0)
-RETRY_STATUSES = frozenset({429, 502, 503, 504})
+READ_TIMEOUT_S = 30.0  # each read; the side's deadline cuts it to what is left
+CONNECT_TIMEOUT_S = 5.0
 MAX_BYTES = 8 * 1024 * 1024  # a `sum by (le)` answer is a few kB
 USER_AGENT = "budgetdiff"
 
@@ -55,33 +68,11 @@ def server_url(url: str) -> str:
     return url.strip().rstrip("/")
 
 
-def _auth(environ: Mapping[str, str]) -> httpx.Auth | None:
-    """A bearer token or basic auth, from the environment only."""
-    token = environ.get("PROMETHEUS_TOKEN", "")
-    user = environ.get("PROMETHEUS_USERNAME", "")
-    password = environ.get("PROMETHEUS_PASSWORD", "")
-    if token and (user or password):
-        raise UsageError(
-            "set PROMETHEUS_TOKEN or PROMETHEUS_USERNAME and PROMETHEUS_PASSWORD, not both"
-        )
-    if bool(user) != bool(password):
-        raise UsageError("PROMETHEUS_USERNAME and PROMETHEUS_PASSWORD go together: set both")
-    if token:
-        return _Bearer(token)
-    return httpx.BasicAuth(user, password) if user else None
-
-
-class _Bearer(httpx.Auth):
-    def __init__(self, token: str) -> None:
-        self._token = token
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        request.headers["Authorization"] = f"Bearer {self._token}"
-        yield request
-
-
 class PrometheusClient:
-    """Instant queries against one server; `transport` and `sleep` are the seams for tests."""
+    """Instant queries against one server for one network step (`step`, e.g. "reading the
+    head side"), all within its deadline; `transport` and `sleep` are the seams for tests. In
+    GitHub Actions (`GITHUB_ACTIONS=true`) every credential is masked in the log first
+    (`::add-mask::` on `log`, stderr: stdout may be the JSON report)."""
 
     def __init__(
         self,
@@ -90,16 +81,22 @@ class PrometheusClient:
         *,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        step: str = "reading from Prometheus",
+        log: TextIO | None = None,
     ) -> None:
         self.url = server_url(url)
-        self._sleep = sleep
-        self._http = httpx.Client(
-            timeout=TIMEOUT,
-            transport=transport,
-            auth=_auth(environ),
-            follow_redirects=False,
-            headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
-        )
+        credentials = Credentials.from_environ(environ)
+        self._secrets = credentials.secrets()
+        if environ.get("GITHUB_ACTIONS") == "true" and self._secrets:
+            print(*credentials.mask_commands(), sep="\n", file=log or sys.stderr, flush=True)
+        self.deadline = Deadline.start(step, self.url, deadline_seconds(environ))
+        self._retry = Retry(PROMETHEUS, self.deadline, sleep)
+        headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
+        headers.update(credentials.headers)
+        authorization = credentials.authorization()
+        if authorization is not None:
+            headers["Authorization"] = authorization
+        self._http = httpx.Client(transport=transport, follow_redirects=False, headers=headers)
 
     def __enter__(self) -> PrometheusClient:
         return self
@@ -119,37 +116,52 @@ class PrometheusClient:
         return [self._sample(item, query) for item in result]
 
     def _get(self, query: str, at: float) -> dict[str, object]:
-        """One query, retried on no answer, 429 and 502-504; the decoded JSON body."""
+        """One query, retried on no answer, 429 and 5xx (`retry-after` honoured) within the
+        deadline; the decoded JSON body."""
         params = {"query": query, "time": repr(at)}
-        for attempt in range(MAX_ATTEMPTS):
-            last = attempt == MAX_ATTEMPTS - 1
+        for attempt in range(1, PROMETHEUS.attempts + 1):
             try:
-                status, content = self._fetch(params, query)
+                status, headers, content = self._fetch(params, query)
             except httpx.TransportError as e:  # refused, timed out, no such host
-                if last:
+                self._late(query)
+                if not self._retry.wait(attempt):
                     raise self._error(query, f"cannot be reached ({_reason(e)})") from None
-                self._sleep(BACKOFF_S[attempt])
                 continue
-            if status in RETRY_STATUSES and not last:
-                self._sleep(BACKOFF_S[attempt])
+            after = retry_after(headers, time.time())
+            if status in RETRY_STATUSES and self._retry.wait(attempt, after=after):
                 continue
             return self._body(status, content, query)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _fetch(self, params: Mapping[str, str], query: str) -> tuple[int, bytes]:
-        """The status and the body, read no further than MAX_BYTES."""
-        with self._http.stream("GET", f"{self.url}/api/v1/query", params=params) as response:
+    def _fetch(self, params: Mapping[str, str], query: str) -> tuple[int, httpx.Headers, bytes]:
+        """The status, the headers and the body, read no further than MAX_BYTES and no later
+        than the deadline (each read waits at most what is left of it)."""
+        timeout = httpx.Timeout(
+            self.deadline.cap(READ_TIMEOUT_S), connect=self.deadline.cap(CONNECT_TIMEOUT_S)
+        )
+        url = f"{self.url}/api/v1/query"
+        with (
+            self._http.stream("GET", url, params=params, timeout=timeout) as response,
+            self.deadline.watch(hang_up(response)),
+        ):
             content = bytearray()
             for chunk in response.iter_bytes():
                 content += chunk
                 if len(content) > MAX_BYTES:
                     raise self._error(query, f"answered with over {MAX_BYTES} bytes")
-            return response.status_code, bytes(content)
+                self._late(query)
+            return response.status_code, response.headers, bytes(content)
+
+    def _late(self, query: str) -> None:
+        """Once the deadline has passed: the error naming the server and the step."""
+        if self.deadline.expired:
+            message = f"prometheus {self.deadline.message()}; query: {query}"
+            raise PrometheusError(redact(message, self._secrets))
 
     def _body(self, status: int, content: bytes, query: str) -> dict[str, object]:
         try:
-            body = json.loads(content)
-        except (ValueError, UnicodeDecodeError):
+            body = orjson.loads(content)
+        except orjson.JSONDecodeError:  # not JSON, not UTF-8, or nested past 1,024 levels
             body = None
         if isinstance(body, dict) and body.get("status") == "error":
             what = str(body.get("errorType", "error"))[:40]
@@ -184,7 +196,10 @@ class PrometheusClient:
         return Sample({str(k): str(v) for k, v in labels.items()}, number)
 
     def _error(self, query: str, what: str) -> PrometheusError:
-        return PrometheusError(f"prometheus {self.url} {what}; query: {query}")
+        """One line naming the server and the query, every credential redacted (a server's
+        answer may echo them)."""
+        message = f"prometheus {self.url} {what}; query: {query}"
+        return PrometheusError(redact(message, self._secrets))
 
 
 def _reason(e: httpx.TransportError) -> str:

@@ -180,7 +180,8 @@ def test_calls_under_no_task_are_said(tmp_path: Path, capsys: pytest.CaptureFixt
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}))
     budget = SAMPLES / "agent" / "agent.yml"
-    assert (
-        main(["check", "--head", str(path), "--budget", str(budget), "--output", "table"], {}) == 0
-    )
+    # one task cannot measure the budget's p95 (20 do, issue 35): the side fails; the calls
+    # under no task are said all the same
+    code = main(["check", "--head", str(path), "--budget", str(budget), "--output", "table"], {})
+    assert code == 1
     assert "model and tool calls under no task, left out: 1 in head" in capsys.readouterr().out

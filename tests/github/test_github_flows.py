@@ -19,6 +19,7 @@ from budgetdiff.errors import InputError, UsageError
 from budgetdiff.github import GitHubContext, fetch_base_artifact
 from budgetdiff.github.artifact import Limits, extract
 from budgetdiff.github.comment import marker
+from tests.support import waits
 from tests.support.fake_github import (
     BOT,
     PR,
@@ -205,7 +206,7 @@ def test_cli_main_takes_the_api_transport_and_the_sleep_as_seams(
     pull = f"/api/v3/repos/{REPO}/pulls/{PR}"
     comments = f"/api/v3/repos/{REPO}/issues/{PR}/comments"
     assert seen == [pull] * 5 + [comments] * 5  # every attempt, none of them waited for
-    assert sleeps == [1.0, 2.0, 4.0, 8.0] * 2
+    assert waits.backoff(sleeps, [1.0, 2.0, 4.0, 8.0] * 2)  # jittered
     assert f"GET {comments}: HTTP 503 Service Unavailable" in capsys.readouterr().out
 
 
@@ -430,7 +431,7 @@ def test_cli_base_artifact_that_cannot_be_downloaded_is_the_no_base_finding(
     # the retries as they are, without their waits
     argv = base_artifact_args(DEMO / "head.csv", "--fail-on", "no_base")
     code = main(argv, environ=env, sleep=sleeps.append)
-    assert sleeps == ([] if failure == "expired-410" else [1.0, 2.0, 4.0, 8.0])
+    assert waits.backoff(sleeps, [] if failure == "expired-410" else [1.0, 2.0, 4.0, 8.0])
     assert code == 1  # the no_base finding failed it, not exit 2
     assert outputs(env)["verdict"] == "fail"
     out = capsys.readouterr().out

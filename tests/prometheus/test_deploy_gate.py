@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from budgetdiff.cli import main
-from budgetdiff.sources.prometheus_api import BACKOFF_S
+from budgetdiff.sources.deadline import PROMETHEUS
 from tests.prometheus.conftest import BUDGET, Server, free_port
+from tests.support.waits import backoff
 
 STABLE, STABLE_B, CANARY = '{version="stable"}', '{version="stable-b"}', '{version="canary"}'
 
@@ -186,7 +187,7 @@ def test_unreachable_server_exits_2_in_one_line(
             "--budget", budget]  # fmt: skip
     waits: list[float] = []  # the retries' waits, not waited out
     assert main(argv, environ={}, sleep=waits.append) == 2
-    assert waits == list(BACKOFF_S)
+    assert backoff(waits, [PROMETHEUS.backoff_s(a) for a in (1, 2)])  # jittered
     line = one_line_error(capsys.readouterr().err)
     assert f"{url} cannot be reached" in line and "query: sum by (le) (increase(" in line
 
