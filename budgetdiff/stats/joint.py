@@ -37,8 +37,8 @@ import numpy as np
 from budgetdiff.stats.distributions import normal_quantile
 from budgetdiff.table import FloatArray
 
-# Draws of the joint null: the adjusted p-value near 0.05 is then known to about +-0.0015.
-DRAWS = 20_000
+# Draws of the joint null: the adjusted p-value near 0.05 is then known to about +-0.003.
+DRAWS = 5_000
 # At most this many resampled units a side: beyond it, consecutive requests are summed into
 # blocks (the correlation of independent requests' block sums is theirs), so that a side of
 # 1,000,000 requests costs a cumulative sum per row, not a 1,000,000-row product.

@@ -35,7 +35,7 @@ def test_independent_rows_are_adjusted_as_sidaks_step_down() -> None:
     rows = [_row(rng.random(2000), rng.random(2000), p) for p in ps]
     adjusted = step_down(rows)
     sidak = [1 - (1 - 0.01) ** 3, 1 - (1 - 0.02) ** 2, 0.3]
-    assert adjusted == pytest.approx(sidak, abs=0.004)
+    assert adjusted == pytest.approx(sidak, abs=0.006)
     # and never below Holm's first step would be were the rows one test: the marginal p
     assert all(a >= p for a, p in zip(adjusted, ps, strict=True))
 
