@@ -127,6 +127,9 @@ class Row:
     needed: int | None = None
     paired: bool = False
     notes: tuple[str, ...] = ()
+    # the family the row's change was tested in: "gate" (the rows the gate can fail on) or
+    # "information" (tested among themselves); None when it was not compared
+    family: str | None = None
     percentiles: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
     headroom_pct: float | None = None
     status: Status | None = None  # slo rows; None without a target

@@ -198,6 +198,7 @@ def _common(r: Row) -> dict[str, Any]:
         "needed": r.needed,
         "paired": r.paired,
         "notes": list(r.notes),
+        "family": r.family,
         "percentiles": {
             k: {"base_ms": _f(b), "head_ms": _f(h)} for k, (b, h) in r.percentiles.items()
         },

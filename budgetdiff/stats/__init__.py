@@ -3,7 +3,8 @@ attainment. No file, stream or network. Method and simulations: docs/statistics.
 
 - `quantiles`: percentiles as numpy computes them, the fewest requests for an interval;
 - `change`: the change of a percentile between base and head, its interval, p-value and MDE;
-- `decide`: the verdict of each change, Holm over a report's rows;
+- `decide`: the verdict of each change, over its family (the joint step-down, or Holm);
+- `joint`: the Westfall-Young step-down over a family's rows, resampling whole requests;
 - `attainment`: the share of requests that met the SLO, with its exact interval;
 - `autocorrelation`: how much correlation in arrival order inflates a share's variance;
 - `distributions`: the normal (standard library), t and beta (scipy) the others read.
@@ -11,7 +12,7 @@ attainment. No file, stream or network. Method and simulations: docs/statistics.
 
 from budgetdiff.stats.attainment import Attainment, attainment
 from budgetdiff.stats.change import Change, compare_percentile, interval, two_proportion_p
-from budgetdiff.stats.decide import decide, holm, large_enough
+from budgetdiff.stats.decide import decide, holm, joint_p_values, large_enough
 from budgetdiff.stats.distributions import normal_cdf, normal_quantile
 from budgetdiff.stats.quantiles import needed_for_interval, percentile, percentiles
 
@@ -23,6 +24,7 @@ __all__ = [
     "decide",
     "holm",
     "interval",
+    "joint_p_values",
     "large_enough",
     "needed_for_interval",
     "normal_cdf",

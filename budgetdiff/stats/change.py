@@ -31,6 +31,7 @@ from budgetdiff.stats.distributions import (
     t_two_sided_p,
     welch_df,
 )
+from budgetdiff.stats.joint import RowTest
 from budgetdiff.stats.quantiles import (
     lerp,
     linear_ranks,
@@ -58,6 +59,10 @@ SPARSITY_DF_PER_RANK = 2.0
 # Pareto 2.5: 5.3% of A/A reports flagged a regression, 2.6% now). Chosen by simulation (0.5-1.0
 # tried; 1.0 costs 2 points of power and lifts load regimes' A/A over 5%): docs/statistics.md.
 HALF_BAND = 0.7
+# A side's percentile sits at the edge of a mode when the order statistics' slope on one side
+# of it is this many times the other's (raw halves of the band). Chosen by simulation: about
+# 1% of independent lognormal sides at 1,000 requests say so, every narrow slow mode's does.
+EDGE_RATIO = 6.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +81,10 @@ class Change:
     note: str | None  # caveat as data
     # (base, head) at each of `also` percentiles, from the same selection
     others: tuple[tuple[float, float], ...] = ()
+    # what a family's joint step-down reads (`joint.family_p_values`): the row's tests (its
+    # interval's, and the quantile test's), and whether each side is autocorrelated
+    tests: tuple[RowTest, ...] = ()
+    autocorrelated: tuple[bool, bool] = (False, False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +107,13 @@ class _Side:
     tied: bool = False  # values repeat around the percentile (quantised data)
     tick: float = 0.0  # when tied: the step between neighbouring values there (clock tick)
     others: tuple[float, ...] = ()  # the `also` percentiles
+    # where the percentile can be at all, distribution-free (order statistics at BOUND_Z
+    # binomial deviations of the rank, at the effective n): what clips the change's interval
+    floor: float = -math.inf
+    ceiling: float = math.inf
+    # the order statistics' slope below the percentile over the slope above it (raw halves):
+    # far from 1, the percentile sits at the edge of a mode (a gap on the steep side)
+    skew: float = 1.0
 
 
 def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()) -> _Side:
@@ -115,7 +131,9 @@ def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()
     ur = min(max(math.ceil(k + h), 1), n) - 1
     extra = [linear_ranks(n, a) for a in also]
     mid = (n - 1) // 2
-    part = np.partition(x, sorted({lo, hi, lr, ur, mid, *(r for e in extra for r in e[:2])}))
+    bounds = _bound_ranks(n, k, sd_rank, confidence)
+    kth = {lo, hi, lr, ur, mid, *bounds, *(r for e in extra for r in e[:2])}
+    part = np.partition(x, sorted(r for r in kth if 0 <= r < n))
     value = lerp(float(part[lo]), float(part[hi]), virtual - lo)
     others = tuple(lerp(float(part[a]), float(part[b]), t) for a, b, t in extra)
     # n >= needed_for_interval keeps h > 0.5 rank, so ur > lr.
@@ -123,6 +141,7 @@ def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()
     # below and above: each half of the band's slope, blended with the whole band's
     down = (value - float(part[lr])) / max(virtual - lr, 0.5) * sd_rank
     up = (float(part[ur]) - value) / max(ur - virtual, 0.5) * sd_rank
+    skew = down / up if up > 0.0 else (1.0 if down == 0.0 else math.inf)
     down, up = (math.sqrt(HALF_BAND * v * v + (1.0 - HALF_BAND) * se * se) for v in (down, up))
     indicator = x <= value
     auto = autocorrelation(indicator, x > float(part[mid]))
@@ -131,6 +150,13 @@ def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()
     df = 1.0 / (1.0 / (SPARSITY_DF_PER_RANK * max(ur - lr, 1)) + 1.0 / auto.df)
     tied, tick = _tied(x, float(part[lr]), float(part[ur]), ur - lr + 1)
     inflate = math.sqrt(auto.factor)
+    if auto.factor > 1.0:  # the bounds at the effective n: the ranks spread further
+        bounds = _bound_ranks(n, k, sd_rank * inflate, confidence)
+    inside = [r for r in bounds if 0 <= r < n]
+    # a copy when the ranks moved: `part` still holds the band's order statistics below
+    ranked = np.partition(part, inside) if auto.factor > 1.0 and inside else part
+    floor = float(ranked[bounds[0]]) if bounds[0] >= 0 else -math.inf
+    ceiling = float(ranked[bounds[1]]) if bounds[1] < n else math.inf
     return _Side(
         value=value,
         down=down * inflate,
@@ -143,7 +169,19 @@ def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()
         tied=tied,
         tick=tick,
         others=others,
+        floor=floor,
+        ceiling=ceiling,
+        skew=skew,
     )
+
+
+def _bound_ranks(n: int, k: float, sd_rank: float, confidence: float) -> tuple[int, int]:
+    """0-based ranks of the order statistics that hold a side's true percentile between them
+    with chance 1 - (1 - confidence) / 20 (normal approximation of the binomial rank), -1 or n
+    where the rank is outside the sample (no bound that way)."""
+    h = normal_quantile(1.0 - (1.0 - confidence) / 40.0) * sd_rank
+    low, high = math.floor(k - h), math.ceil(k + h)  # 1-based
+    return (low - 1 if low >= 1 else -1), (high - 1 if high <= n else n)
 
 
 def _with_runs(
@@ -171,6 +209,7 @@ def _with_runs(
     if between == 0.0:
         return s
     v = s.se * s.se
+    # the order-statistic bounds know nothing of the drift between runs: no clip
     df = (v + between) ** 2 / (v * v / s.df + between * between / (len(groups) - 1))
     return replace(
         s,
@@ -178,6 +217,8 @@ def _with_runs(
         up=math.sqrt(s.up**2 + between),
         se=math.sqrt(v + between),
         df=df,
+        floor=-math.inf,
+        ceiling=math.inf,
     )
 
 
@@ -210,10 +251,13 @@ def _tied(x: FloatArray, low: float, high: float, ranks: int) -> tuple[bool, flo
     return True, min(gaps, default=0.0)
 
 
-def _exceedance_z(base: FloatArray, head: FloatArray, p: float, inflation: float) -> float:
+def _exceedance_z(
+    base: FloatArray, head: FloatArray, p: float, inflation: float
+) -> tuple[float, float]:
     """Did the tail move? Each request scores 1 above the pooled p-th percentile q, 1/2 at it
-    (ties split, as mid-ranks do) and 0 below; z of head's mean score against base's. Valid with
-    ties: under no change the two samples are exchangeable and q depends only on the pool."""
+    (ties split, as mid-ranks do) and 0 below; z of head's mean score against base's, and q.
+    Valid with ties: under no change the two samples are exchangeable and q depends only on
+    the pool."""
     pool = np.concatenate([base, head])
     # the pool is a copy of our own: select in place (pooled ITL: no second 100 MB copy)
     q = percentile(pool, p, in_place=True)
@@ -225,7 +269,9 @@ def _exceedance_z(base: FloatArray, head: FloatArray, p: float, inflation: float
     mean = (score(base) + score(head)) / (nb + nh)
     second = (np.count_nonzero(pool > q) + 0.25 * np.count_nonzero(pool == q)) / (nb + nh)
     var = (second - mean * mean) * (1.0 / nb + 1.0 / nh) * inflation
-    return 0.0 if var <= 0.0 else (score(head) / nh - score(base) / nb) / math.sqrt(var)
+    if var <= 0.0:
+        return 0.0, q
+    return (score(head) / nh - score(base) / nb) / math.sqrt(var), q
 
 
 def _above_base_z(b: _Side, h: _Side, head: FloatArray, p: float) -> float:
@@ -334,6 +380,8 @@ def compare_percentile(
         paired=paired,
         note=test.note,
         others=tuple(zip(sb.others, sh.others, strict=True)),
+        tests=test.tests,
+        autocorrelated=(sb.inflation > 1.0, sh.inflation > 1.0),
     )
 
 
@@ -413,6 +461,7 @@ class _Test:
     ci: tuple[float, float]
     p_value: float
     note: str | None
+    tests: tuple[RowTest, ...] = ()
 
 
 def _test(
@@ -440,16 +489,59 @@ def _test(
     toward_zero = lower if center >= 0.0 else upper
     if sb.tied or sh.tied:
         return _tied_test(sb, sh, base, head, p, confidence=confidence, rho=rho)
-    note = _autocorr_note(sb, sh)
+    note = _join(_autocorr_note(sb, sh), _edge_note(sb, sh, p))
     tl = t_quantile((1.0 + confidence) / 2.0, lower.df)
     tu = t_quantile((1.0 + confidence) / 2.0, upper.df)
-    ci = (center - tl * lower.se, center + tu * upper.se)
-    if toward_zero.se > 0.0:
-        p_value = _p_value(sb, sh, head, p, delta=center, spread=toward_zero)
-    else:  # every value in both bands tied: the distribution-free intervals are single points
+    ci = _clip((center - tl * lower.se, center + tu * upper.se), sb, sh)
+    if toward_zero.se <= 0.0:  # every value in both bands tied: single-point intervals
         p_value = 1.0 if delta == 0.0 else 0.0
         note = "tied values around the percentile: interval of zero width"
-    return _Test(delta=delta, spread=lower, ci=ci, p_value=p_value, note=note)
+        return _Test(delta=delta, spread=lower, ci=ci, p_value=p_value, note=note)
+    own = t_two_sided_p(center / toward_zero.se, toward_zero.df)
+    tail = _tail_test(sb, sh, head, p, delta=center, df=toward_zero.df)
+    p_value = own
+    if sb.inflation > 1.0 or sh.inflation > 1.0:
+        # A burst of slow requests can make a run's whole tail one event: se says so, and
+        # the interval is wide. Whether the tail moved is also asked of every head request
+        # (the quantile test); the smaller p-value, doubled (Bonferroni), keeps the level.
+        p_value = min(1.0, 2.0 * min(own, tail.p_value))
+    tests = (RowTest(sb.value, sh.value, sb.se, sh.se, own), tail)
+    return _Test(delta=delta, spread=lower, ci=ci, p_value=p_value, note=note, tests=tests)
+
+
+def _join(*notes: str | None) -> str | None:
+    said = [n for n in notes if n]
+    return "; ".join(said) if said else None
+
+
+def _clip(ci: tuple[float, float], sb: _Side, sh: _Side) -> tuple[float, float]:
+    """The interval, no wider than the two samples make possible: the change of the true
+    percentiles lies between head's floor less base's ceiling and head's ceiling less base's
+    floor (distribution-free order-statistic bounds, each side's at 1 - alpha / 20). A clip
+    never moves an end across 0: whether the change is significant is the test's to say."""
+    low, high = sh.floor - sb.ceiling, sh.ceiling - sb.floor
+    lo, hi = ci
+    if low > lo:
+        lo = low if lo > 0.0 or low <= 0.0 else 0.0
+    if high < hi:
+        hi = high if hi < 0.0 or high >= 0.0 else 0.0
+    return (lo, max(hi, lo))
+
+
+def _edge_note(sb: _Side, sh: _Side, p: float) -> str | None:
+    """Where a side's percentile sits at the edge of a mode (the order statistics far sparser
+    on one side of it than on the other: a gap there), say so: its interval is wide that way
+    because the percentile may jump across the gap from run to run."""
+    for name, s in (("head", sh), ("base", sb)):
+        ratio = max(s.skew, 1.0 / s.skew) if s.skew > 0.0 else math.inf
+        if ratio >= EDGE_RATIO:
+            where = "below" if s.skew > 1.0 else "above"
+            return (
+                f"{name}'s {numbers.percentile(p)} sits at the edge of a mode: its values are "
+                f"{numbers.times(ratio)} sparser just {where} it (a gap), so it may jump "
+                f"across from run to run and the interval is wide {where}"
+            )
+    return None
 
 
 def _tied_test(
@@ -467,7 +559,7 @@ def _tied_test(
     delta = sh.value - sb.value
     band = _spread(sb.se, sh.se, sb, sh, rho)
     tc = t_quantile((1.0 + confidence) / 2.0, band.df)
-    z = _exceedance_z(base, head, p, max(sb.inflation, sh.inflation))
+    z, q = _exceedance_z(base, head, p, max(sb.inflation, sh.inflation))
     agree = z * delta > 0.0
     p_value = t_two_sided_p(z, band.df) if agree else 1.0
     if agree:  # the interval the test implies: it excludes 0 exactly when p < 1 - confidence
@@ -476,30 +568,28 @@ def _tied_test(
     else:  # the interval must reach 0, and the percentile can move a whole tick
         half = max(tc * band.se, abs(delta), sb.tick, sh.tick)
         se = half / tc
+    weights = math.sqrt(sb.inflation / base.size), math.sqrt(sh.inflation / head.size)
     return _Test(
         delta=delta,
         spread=_Spread(se, band.df, sh.se),
         ci=(delta - half, delta + half),
         p_value=p_value,
         note="values repeat around the percentile (quantised): tested by exceedance",
+        tests=(RowTest(q, q, *weights, p_value),),
     )
 
 
-def _p_value(
-    sb: _Side, sh: _Side, head: FloatArray, p: float, *, delta: float, spread: _Spread
-) -> float:
-    """Two-sided p-value of the change from its standard error toward 0; with autocorrelation
-    also the quantile test's, the smaller doubled (`decide` still asks the interval)."""
-    df = spread.df
-    p_value = t_two_sided_p(delta / spread.se, df)
-    if sb.inflation > 1.0 or sh.inflation > 1.0:
-        # A burst of slow requests can make a run's whole tail one event: se says so, and
-        # the interval is wide. Whether the tail moved is also asked of every head request
-        # (the quantile test); the smaller p-value, doubled (Bonferroni), keeps the level.
-        z = _above_base_z(sb, sh, head, p)
-        p_tail = t_two_sided_p(z, df) if z * delta > 0.0 else 1.0
-        p_value = min(1.0, 2.0 * min(p_value, p_tail))
-    return p_value
+def _tail_test(
+    sb: _Side, sh: _Side, head: FloatArray, p: float, *, delta: float, df: float
+) -> RowTest:
+    """The quantile test of the change (did head's tail move past base's percentile?), as a
+    test of the row: head's indicator is taken at base's percentile, each side weighted by its
+    variance share, sqrt(f / n). Its p-value counts only in the direction of the change."""
+    z = _above_base_z(sb, sh, head, p)
+    p_tail = t_two_sided_p(z, df) if z * delta > 0.0 else 1.0
+    nb, nh = sb.indicator.size, head.size
+    weights = math.sqrt(sb.inflation / nb), math.sqrt(sh.inflation / nh)
+    return RowTest(sb.value, sb.value, weights[0], weights[1], p_tail)
 
 
 def _mde_pct(
@@ -525,9 +615,13 @@ def _mde_pct(
     size = max(min_change * base, min_ms)
     head_se = spread.head_se
     rest = max(se * se - head_se * head_se, 0.0)  # what does not scale with head (base, pairing)
+    # At the standard error of the interval first; head's part then grows with the change,
+    # but never by more than that first answer (where head's error is most of se, the fixed
+    # point would run away: "needs 609%" beside an interval 40% wide).
+    first = max(size, t_crit * se) + t_power * se
     d = 0.0
     for _ in range(6):
-        s = math.sqrt(rest + (head_se * (1.0 + d / base)) ** 2)
+        s = math.sqrt(rest + (head_se * (1.0 + min(d, first) / base)) ** 2)
         d = max(size, t_crit * s) + t_power * s
     return 100.0 * d / base
 

@@ -21,7 +21,8 @@ from scipy.signal import lfilter
 from scipy.stats import binomtest
 
 from budgetdiff.cli import main
-from budgetdiff.stats import Change, attainment, compare_percentile, decide
+from budgetdiff.measure.rows import JOINT
+from budgetdiff.stats import Change, attainment, compare_percentile, decide, joint_p_values
 
 Rng = np.random.Generator
 Rows = dict[str, np.ndarray]
@@ -126,7 +127,8 @@ def report(
     min_ms: float = 0.0,
     runs: np.ndarray | None = None,
 ) -> tuple[dict[str, str], list[Change]]:
-    """Verdict per row of the i-th report, and its changes (the stats layer, as compare does).
+    """Verdict per row of the i-th report, and its changes (the stats layer, as compare does:
+    one family of 7 rows, all of them rows the gate acts on; `JOINT` as compare takes it).
     `runs`: the run of each request, the same on both sides (several runs a side)."""
     changes = [
         compare_percentile(
@@ -142,7 +144,20 @@ def report(
         )
         for k in base
     ]
-    verdicts = decide(changes, min_change=min_change, min_ms=min_ms, confidence=CONFIDENCE)
+    adjusted = (
+        joint_p_values(
+            changes,
+            [base[k][i] for k in base],
+            [head[k][i] for k in base],
+            base_runs=runs,
+            head_runs=runs,
+        )
+        if JOINT
+        else None
+    )
+    verdicts = decide(
+        changes, min_change=min_change, min_ms=min_ms, confidence=CONFIDENCE, adjusted=adjusted
+    )
     return dict(zip(base, verdicts, strict=True)), changes
 
 
