@@ -30,7 +30,7 @@ from budgetdiff.measure.results import (
     unit_of,
 )
 from budgetdiff.numbers import pct
-from budgetdiff.table import UNATTRIBUTED, FloatArray, Run, repeated_ids
+from budgetdiff.table import UNATTRIBUTED, FloatArray, Run, common_ids, repeated_ids
 
 OTHER_PERCENTILES = (50.0, 90.0, 99.0)
 PAIRABLE = ("ttft", "total")  # per-request metrics that stay aligned by request id
@@ -581,7 +581,7 @@ def _pairs(
     if not (a != "").all() or not (b != "").all():  # blank ids name no request
         return None
     if proven:  # unique, and the same requests: those that succeeded on both sides pair
-        _, ib, ih = np.intersect1d(a, b, assume_unique=True, return_indices=True)
+        ib, ih = common_ids(a, b)
         return (ib, ih) if len(ib) >= 2 else None
     if len(a) == len(b) and bool(np.array_equal(a, b)):
         if repeated_ids(a):
@@ -592,8 +592,8 @@ def _pairs(
     sample = set(b[:: max(1, len(b) // 32)][:32].tolist())
     if sum(1 for x in a.tolist() if x in sample) < 0.9 * len(sample):
         return None
-    common, ib, ih = np.intersect1d(a, b, assume_unique=False, return_indices=True)
-    if len(common) < 0.9 * min(len(a), len(b)) or repeated_ids(a):
+    ib, ih = common_ids(a, b)
+    if len(ib) < 0.9 * min(len(a), len(b)) or repeated_ids(a):
         return None
     if repeated_ids(b):  # a repeated head id would pair one base request twice
         return None
