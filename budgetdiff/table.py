@@ -7,7 +7,9 @@ Every reader (`budgetdiff.formats.*`) returns `Run` objects; everything downstre
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -247,11 +249,111 @@ class Run:
         return names
 
 
+# From this many ids on, ids are told apart by hashing (pyarrow's dictionary encoding, O(n)),
+# not by sorting them (a sort of a million strings is a second); below it a sort is quicker than
+# importing pyarrow.compute (start-up).
+HASH_IDS_FROM = 20_000
+
+
 def repeated_ids(ids: npt.NDArray[Any]) -> int:
-    """How many request ids repeat an earlier one (len(ids) - len(np.unique(ids))), by a sort:
-    np.unique's first call imports numpy.ma, 8 ms of start-up."""
-    ordered = np.sort(ids)
-    return int(np.count_nonzero(ordered[1:] == ordered[:-1]))
+    """How many request ids repeat an earlier one (len(ids) - len(np.unique(ids))); by a sort
+    for a few (np.unique's first call imports numpy.ma, 8 ms of start-up), else by hashing.
+    Remembered per array: pairing, prepare and the rows ask it of the same ids."""
+    known = _REPEATS.get(id(ids))
+    if known is not None and known[0]() is ids:
+        return known[1]
+    count = None
+    if len(ids) >= HASH_IDS_FROM:
+        codes = _codes([ids])
+        if codes is not None:
+            count = len(ids) - int(np.count_nonzero(np.bincount(codes[0])))
+    if count is None:  # ids of several kinds (1 and "1") are told apart as text
+        ordered = np.sort(ids.astype(str) if ids.dtype == object else ids)
+        count = int(np.count_nonzero(ordered[1:] == ordered[:-1]))
+    _remember(ids, count)
+    return count
+
+
+# id(array) -> (a weak reference to it, how many of its ids repeat): an id array is never
+# changed once read, and the entry goes when the array does
+_REPEATS: dict[int, tuple[weakref.ref[Any], int]] = {}
+
+
+def _remember(ids: npt.NDArray[Any], count: int) -> None:
+    key = id(ids)
+    try:
+        ref = weakref.ref(ids, lambda _: _REPEATS.pop(key, None))
+    except TypeError:  # not an array (a list): nothing to remember it by
+        return
+    _REPEATS[key] = (ref, count)
+
+
+def common_ids(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(ia, ib): the positions in `a` and in `b` of the ids both hold, a[ia] == b[ib], in a's
+    order, each id at its first place on each side: np.intersect1d's pairs (which come in the
+    ids' sorted order), found by one hash of both sides instead of a sort. Remembers how many
+    ids repeat on each side (`repeated_ids` then answers at once)."""
+    if len(a) == len(b) and bool(np.array_equal(a, b)):  # the same requests in the same order
+        _remember(b, repeated_ids(a))
+        first = _first_places(a)
+        return first, first
+    codes = _codes([a, b]) if len(a) + len(b) >= HASH_IDS_FROM else None
+    if codes is None:
+        _, ia, ib = np.intersect1d(a, b, assume_unique=False, return_indices=True)
+        order = np.argsort(ia, kind="stable")
+        return ia[order], ib[order]
+    ca, cb = codes
+    size = int(max(ca.max(initial=-1), cb.max(initial=-1))) + 1
+    ia = _first_of(ca, size)  # each id of a at its first place, in a's order
+    first_b = np.full(size, len(cb), dtype=np.intp)
+    np.minimum.at(first_b, cb, np.arange(len(cb)))  # each id's first place in b
+    _remember(a, len(ca) - len(ia))
+    _remember(b, len(cb) - int(np.count_nonzero(first_b < len(cb))))
+    ib = first_b[ca[ia]]
+    keep = ib < len(cb)
+    return ia[keep], ib[keep]
+
+
+def _first_places(ids: npt.NDArray[Any]) -> np.ndarray:
+    """The position of each id's first appearance, in order (every position when unique)."""
+    if repeated_ids(ids) == 0:
+        return np.arange(len(ids))
+    codes = _codes([ids]) if len(ids) >= HASH_IDS_FROM else None
+    if codes is None:
+        _, first = np.unique(ids, return_index=True)
+        return np.sort(first)
+    return _first_of(codes[0])
+
+
+def _first_of(codes: np.ndarray, size: int | None = None) -> np.ndarray:
+    """Positions of each code's first appearance, ascending."""
+    n = len(codes)
+    first = np.full(int(codes.max(initial=-1)) + 1 if size is None else size, n, dtype=np.intp)
+    np.minimum.at(first, codes, np.arange(n))
+    places = first[first < n]
+    if len(places) == n:  # every id once: every position, in order
+        return np.arange(n)
+    return np.sort(places)
+
+
+def _codes(arrays: list[npt.NDArray[Any]]) -> list[np.ndarray] | None:
+    """One integer code per id, equal ids equal codes across all the arrays (a hash of them
+    together), or None when the ids are not all text or all integers (then a sort tells them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        chunks = [pa.array(a) for a in arrays]
+        if len({c.type for c in chunks}) != 1:
+            return None
+        codes = pc.dictionary_encode(pa.chunked_array(chunks)).combine_chunks().indices
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        return None
+    if codes.null_count:
+        return None
+    flat = codes.to_numpy().astype(np.intp, copy=False)
+    bounds = np.cumsum([0, *(len(a) for a in arrays)])
+    return [flat[lo:hi] for lo, hi in pairwise(bounds)]
 
 
 _LATENCY = "more than a day in ms; check the unit (a slice's `unit: s|ms|us`) or the file"

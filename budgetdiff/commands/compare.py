@@ -11,10 +11,11 @@ from budgetdiff.commands.options import RunOptions
 from budgetdiff.commands.output import finish, write_atomic
 from budgetdiff.errors import UsageError
 from budgetdiff.evaluate import orchestrator as evaluate
-from budgetdiff.evaluate.orchestrator import Base, Files, Live, Request, Source
+from budgetdiff.evaluate.orchestrator import Base, Files, Live, Request, Source, Sql
 
 # the options that go with --prometheus alone (the flag each is)
 LIVE_ONLY = ("base_match", "head_match", "window", "at", "base_at", "head_at")
+SQL_ONLY = ("sql_table", "sql_query", "sql_time")  # and --sql itself
 
 
 def run(o: RunOptions, edge: Edge) -> int:
@@ -43,11 +44,16 @@ def request(o: RunOptions, edge: Edge, *, compare: bool) -> Request:
 
 def _sides(o: RunOptions, edge: Edge, *, compare: bool) -> tuple[Source, Base | None]:
     """The head and (for a compare) the base: files, or both from a live Prometheus."""
+    if o.prometheus and o.sql:
+        raise UsageError("--prometheus and --sql are two sources: give one of them")
     if o.prometheus:
         return _live(o, edge, compare=compare)
+    if o.sql:
+        return _sql(o, edge, compare=compare)
     given = [f"--{f.replace('_', '-')}" for f in LIVE_ONLY if getattr(o, f) is not None]
+    given += [f"--{f.replace('_', '-')}" for f in SQL_ONLY if getattr(o, f) is not None]
     if given:
-        raise UsageError(f"{given[0]} goes with --prometheus URL (docs/deploy-gate.md)")
+        raise UsageError(f"{given[0]} goes with --prometheus URL or --sql (docs/deploy-gate.md)")
     if not o.head:
         raise UsageError("the following arguments are required: --head (or --prometheus URL)")
     base = None
@@ -78,6 +84,32 @@ def _live(o: RunOptions, edge: Edge, *, compare: bool) -> tuple[Live, Base | Non
     )
     base = Base(source=Live(query, "base", edge.sleep)) if compare else None
     return Live(query, "head", edge.sleep), base
+
+
+def _sql(o: RunOptions, edge: Edge, *, compare: bool) -> tuple[Sql, Base | None]:
+    """Issue 36: both sides' requests from the engine `--sql` names (no file is read)."""
+    from budgetdiff.sources.sql import Connection, SqlQuery, sides
+
+    if o.head or o.base or o.base_artifact or o.base_ref or o.head_ref:
+        raise UsageError("--sql reads the sides from the engine: drop --head/--base/--*-ref")
+    base, head = sides(
+        base_match=o.base_match,
+        head_match=o.head_match,
+        window=o.window,
+        at=o.at,
+        base_at=o.base_at,
+        head_at=o.head_at,
+        compare=compare,
+    )
+    query = SqlQuery.parse(
+        Connection.parse(o.sql or "", edge.environ),
+        table=o.sql_table,
+        query=o.sql_query,
+        time_column=o.sql_time,
+        base=base,
+        head=head,
+    )
+    return Sql(query, "head"), (Base(source=Sql(query, "base")) if compare else None)
 
 
 def evaluate_and_finish(req: Request, o: RunOptions, edge: Edge) -> int:

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from budgetdiff.errors import UsageError
+
 if TYPE_CHECKING:
     from budgetdiff.commands.edge import Edge
     from budgetdiff.commands.options import InspectOptions
+    from budgetdiff.formats import ReadOptions
     from budgetdiff.table import FloatArray, Run
 
 FIRST_ROWS = 5
@@ -28,10 +31,39 @@ def run(o: InspectOptions, edge: Edge) -> int:
     from budgetdiff.sources import files as sources
 
     options = read_options(load_budget(Path(o.budget))) if o.budget else ReadOptions()
-    data = sources.read_bytes(o.file, None, sources.max_bytes(edge.environ))
-    runs = detect.read(data, o.file, o.format, options)
+    if o.sql:
+        runs = _sql_runs(o, edge, options)
+    elif not o.file:
+        raise UsageError("inspect needs a FILE (or --sql CONNECTION)")
+    else:
+        data = sources.read_bytes(o.file, None, sources.max_bytes(edge.environ))
+        runs = detect.read(data, o.file, o.format, options)
     edge.out.write("\n\n".join(describe(r) for r in runs) + "\n")
     return 0
+
+
+def _sql_runs(o: InspectOptions, edge: Edge, options: ReadOptions) -> list[Run]:
+    """The rows `--sql` selects, read as compare reads a side (the note shows the query)."""
+    from budgetdiff.sources.sql import Connection, SqlQuery, read_side, sides
+
+    _, head = sides(
+        base_match=None,
+        head_match=o.head_match,
+        window=o.window,
+        at=o.at,
+        base_at=None,
+        head_at=None,
+        compare=False,
+    )
+    query = SqlQuery.parse(
+        Connection.parse(o.sql or "", edge.environ),
+        table=o.sql_table,
+        query=o.sql_query,
+        time_column=o.sql_time,
+        base=None,
+        head=head,
+    )
+    return read_side(query, "head", options)
 
 
 def describe(run: Run) -> str:

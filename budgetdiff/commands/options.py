@@ -114,6 +114,11 @@ class RunOptions:
     at: str | None = None
     base_at: str | None = None
     head_at: str | None = None
+    # issue 36: `--sql CONNECTION` reads the sides' requests from a SQL engine
+    sql: str | None = None
+    sql_table: str | None = None
+    sql_query: str | None = None
+    sql_time: str | None = None
 
     def base_flags(self) -> list[str]:
         """The flags given that name a base of some kind (files, a git ref, an artifact, a
@@ -232,6 +237,14 @@ class InspectOptions:
     file: str = ""
     budget: str | None = None
     format: str = "auto"
+    # issue 36: the rows of a SQL engine instead of a file (the query is shown)
+    sql: str | None = None
+    sql_table: str | None = None
+    sql_query: str | None = None
+    sql_time: str | None = None
+    head_match: str | None = None
+    window: str | None = None
+    at: str | None = None
 
 
 @dataclass(frozen=True)

@@ -210,6 +210,16 @@ def _live_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--at", metavar="TIME", help="RFC 3339 or Unix seconds ending both windows")
     g.add_argument("--base-at", metavar="TIME", help="end of the base's window (before)")
     g.add_argument("--head-at", metavar="TIME", help="end of the head's window (after)")
+    q = p.add_argument_group("a SQL engine instead of files (docs/deploy-gate.md)")
+    q.add_argument(
+        "--sql",
+        metavar="CONNECTION",
+        help="read the requests from duckdb:FILE, chdb:DIR or clickhouse://USER@HOST:PORT/DB "
+        "(password: CLICKHOUSE_PASSWORD); the sides are --base-match/--head-match and --window",
+    )
+    q.add_argument("--sql-table", metavar="NAME", help="the table of requests, one row each")
+    q.add_argument("--sql-query", metavar="SQL", help="or a query giving one row per request")
+    q.add_argument("--sql-time", metavar="COLUMN", help="the time column --window filters on")
 
 
 def _page_arguments(p: argparse.ArgumentParser) -> None:
@@ -322,11 +332,21 @@ def _number(value: str) -> float:
 
 
 def _inspect_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="a results file (any format budgetdiff reads)")
+    p.add_argument(
+        "file", nargs="?", default="", metavar="FILE", help="a results file (any format)"
+    )
     p.add_argument(
         "--budget", metavar="FILE", help="apply this budget's slices and column: / unit: mappings"
     )
     p.add_argument("--format", default="auto", metavar="NAME", help="input format")
+    q = p.add_argument_group("the rows of a SQL engine instead of FILE (the query is shown)")
+    q.add_argument("--sql", metavar="CONNECTION", help="duckdb:FILE, chdb:DIR, clickhouse://...")
+    q.add_argument("--sql-table", metavar="NAME")
+    q.add_argument("--sql-query", metavar="SQL")
+    q.add_argument("--sql-time", metavar="COLUMN", help="the time column --window filters on")
+    q.add_argument("--head-match", metavar="{L=V}", help='the rows, e.g. {version="canary"}')
+    q.add_argument("--window", metavar="DURATION")
+    q.add_argument("--at", metavar="TIME", help="RFC 3339 or Unix seconds ending the window")
 
 
 _REPORT = (_read_arguments, _output_arguments, _github_arguments)

@@ -41,6 +41,7 @@ from budgetdiff.table import UNATTRIBUTED, Run
 if TYPE_CHECKING:
     from budgetdiff.github import GitHubContext
     from budgetdiff.sources.prometheus import LiveQuery
+    from budgetdiff.sources.sql import SqlQuery
 
 TREND_LINK_ENV = "BUDGETDIFF_TREND_LINK"  # where the comment links the trend page
 
@@ -75,7 +76,16 @@ class Live:
     sleep: Callable[[float], None] | None = None
 
 
-Source: TypeAlias = Files | Tables | Live
+@dataclass(frozen=True, slots=True)
+class Sql:
+    """One side read from a SQL engine (issue 36, `--sql CONNECTION`): `query` names the
+    engine, the table or query, and each side's filter."""
+
+    query: SqlQuery
+    side: Literal["base", "head"]
+
+
+Source: TypeAlias = Files | Tables | Live | Sql
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +172,7 @@ def _base_source(request: Request) -> tuple[Source | None, str]:
     if base.artifact:
         return _artifact_base(base, request)
     if not isinstance(base.source, Files) or not base.source.paths:
-        if isinstance(base.source, (Tables, Live)):
+        if isinstance(base.source, (Tables, Live, Sql)):
             return base.source, ""
         raise UsageError(
             "compare needs --base FILE (or --base-artifact NAME with --github); "
@@ -293,6 +303,11 @@ class Reading:
             run = read_side(query, source.side, self.environ, sleep=source.sleep)
             return Side(self._wanted([run], source.query.url), ())
         options = read_options(self.budget)
+        if isinstance(source, Sql):
+            from budgetdiff.sources.sql import read_side as read_sql  # the engine only when asked
+
+            runs = read_sql(source.query, source.side, options)
+            return Side(self._wanted(runs, source.query.connection.shown), ())
         limit = sources.max_bytes(self.environ)
         per_file, sizes = [], []
         for path in source.paths:

@@ -17,7 +17,7 @@ import numpy as np
 from budgetdiff import numbers
 from budgetdiff.errors import UsageError
 from budgetdiff.measure.results import Unit, unit_of
-from budgetdiff.table import Run, repeated_ids
+from budgetdiff.table import Run, common_ids, repeated_ids
 
 # Ids pair when at least this share of the requests in both agree on what they asked (a few
 # may differ: an answer cut short by a timeout); the ones that disagree are left out.
@@ -50,15 +50,16 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
     unit = unit_of(head.meta)
     if pair is False:
         return Match(base, head, False, (f"not paired by {unit.value} id (--no-pair)",))
+    a, b = base.request_id, head.request_id
+    # both sides' ids hashed once: the pairs, and (remembered) whether any id repeats
+    ib, ih = common_ids(a, b) if a is not None and b is not None else (None, None)
     why_not = _unusable(base) or _unusable(head)
     if why_not:
         if pair:
             raise UsageError(f"--pair: {why_not}; pair only runs with one id per {unit.value}")
         return Match(base, head, False)
-    a, b = base.request_id, head.request_id
-    assert a is not None and b is not None
-    common, ib, ih = np.intersect1d(a, b, assume_unique=True, return_indices=True)
-    if not len(common):
+    assert ib is not None and ih is not None
+    if not len(ib):
         if pair:
             raise UsageError(f"--pair: no {unit.value} id of {head.source} is in {base.source}")
         return Match(base, head, False)
@@ -68,8 +69,8 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
         note = f"paired by {unit.value} id (--pair){agreed if said else ''}"
         return _paired(base, head, ib, ih, [note], unit)
     if not said:
-        if len(common) < OVERLAP * min(base.n, head.n):
-            return Match(base, head, False, (_few_in_both(len(common), base, head, unit),))
+        if len(ib) < OVERLAP * min(base.n, head.n):
+            return Match(base, head, False, (_few_in_both(len(ib), base, head, unit),))
         note = (
             f"paired by {unit.value} id alone: neither table has token counts or a prompt hash "
             f"to show the {unit.plural} asked the same; --no-pair if they did not"
@@ -82,7 +83,7 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
             head,
             False,
             (
-                f"{numbers.count(len(common))} {unit.value} ids are in both runs, but their "
+                f"{numbers.count(len(ib))} {unit.value} ids are in both runs, but their "
                 f"{_what(said)} agree on only {numbers.pct(100 * share)} of them: not the "
                 f"same {unit.plural}, compared unpaired, on every {unit.value} of each (base "
                 f"{numbers.count(base.n)}, head {numbers.count(head.n)}); --pair to pair them "
@@ -93,9 +94,9 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
     if kept < OVERLAP * min(base.n, head.n):
         return Match(base, head, False, (_few_in_both(kept, base, head, unit),))
     notes = [f"the {unit.plural} paired by id agree on their {_what(said)}"]
-    if kept < len(common):
+    if kept < len(ib):
         notes.append(
-            f"{numbers.count(len(common) - kept)} {unit.value}(s) in both disagree on their "
+            f"{numbers.count(len(ib) - kept)} {unit.value}(s) in both disagree on their "
             f"{_what(said)}: left out of the comparison"
         )
     return _paired(base, head, ib[agree], ih[agree], notes, unit)

@@ -489,9 +489,9 @@ def _run_notes(run: Run, unordered: bool) -> list[str]:
             "counted as 0"
         )
     if run.request_id is not None and run.n > 1:
-        ids = run.request_id.astype(str)
-        ids = ids[ids != ""]
-        repeated = repeated_ids(ids)
+        ids = run.request_id
+        blank = ids == ""
+        repeated = repeated_ids(ids[~blank] if blank.any() else ids)  # as text, blanks aside
         if repeated:
             notes.append(
                 f"{run.source}: {repeated} request(s) repeat the id of another request (or "

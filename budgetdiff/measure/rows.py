@@ -30,7 +30,7 @@ from budgetdiff.measure.results import (
     unit_of,
 )
 from budgetdiff.numbers import pct
-from budgetdiff.table import UNATTRIBUTED, FloatArray, Run, repeated_ids
+from budgetdiff.table import UNATTRIBUTED, FloatArray, Run, common_ids, repeated_ids
 
 OTHER_PERCENTILES = (50.0, 90.0, 99.0)
 # The family a compared row is tested in: the rows the gate can fail on, or those that inform
@@ -172,8 +172,8 @@ def _split(
     if pairs is not None and len(pairs[0]) == n_base == n_head:
         ib, ih = pairs
         shapley = attribution.shapley(
-            {s: x[ib] for s, x in base_parts.items()},
-            {s: x[ih] for s, x in head_parts.items()},
+            {s: _in_order(x, ib) for s, x in base_parts.items()},
+            {s: _in_order(x, ih) for s, x in head_parts.items()},
             p,
         )
         change_ms, method = shapley.parts, shapley.method
@@ -181,6 +181,17 @@ def _split(
         change_ms = attribution.quantile_change(base_ms, head_ms)
         method = "each side's Euler allocation at the quantile (unpaired)"
     return replace(split, base_ms=base_ms, change_ms=change_ms, method=method)
+
+
+def _in_order(values: FloatArray, index: np.ndarray) -> FloatArray:
+    """values[index], without a copy when the index is every value in order (the same requests
+    in the same order on both sides: no copy of every slice a side for the Shapley split)."""
+    n = len(values)
+    ends = n == 0 or (index[0] == 0 and index[-1] == n - 1)
+    if len(index) == n and ends and bool((np.diff(index) == 1).all()):
+        return values
+    picked: FloatArray = values[index]
+    return picked
 
 
 def _series(
@@ -672,7 +683,7 @@ def _pairs(
     if not (a != "").all() or not (b != "").all():  # blank ids name no request
         return None
     if proven:  # unique, and the same requests: those that succeeded on both sides pair
-        _, ib, ih = np.intersect1d(a, b, assume_unique=True, return_indices=True)
+        ib, ih = common_ids(a, b)
         return (ib, ih) if len(ib) >= 2 else None
     if len(a) == len(b) and bool(np.array_equal(a, b)):
         if repeated_ids(a):
@@ -683,8 +694,8 @@ def _pairs(
     sample = set(b[:: max(1, len(b) // 32)][:32].tolist())
     if sum(1 for x in a.tolist() if x in sample) < 0.9 * len(sample):
         return None
-    common, ib, ih = np.intersect1d(a, b, assume_unique=False, return_indices=True)
-    if len(common) < 0.9 * min(len(a), len(b)) or repeated_ids(a):
+    ib, ih = common_ids(a, b)
+    if len(ib) < 0.9 * min(len(a), len(b)) or repeated_ids(a):
         return None
     if repeated_ids(b):  # a repeated head id would pair one base request twice
         return None

@@ -139,7 +139,9 @@ def _failed(side: Side | None) -> int | None:
 
 
 def _input(side: Side) -> dict[str, Any]:
+    query = side.meta.get("query")  # `--sql`: the query the engine ran, to run by hand
     return {
+        **({"query": query} if isinstance(query, str) else {}),
         "source": side.source,
         "format": side.format,
         "schema": side.schema,

@@ -112,8 +112,8 @@ def _runs(table: Table, source: str, options: ReadOptions) -> list[Run]:
         )
         table = table.subset(~dropped)
     classes = mapping.one(CLASS, "class")
-    if classes is None:
-        return [_run(table, mapping, source, None, doubts)]
+    if classes is None:  # the columns as read above, when no summary row was left out
+        return [_run(table, mapping, source, None, doubts, None if dropped.any() else latencies)]
     return [
         _run(table.subset(mask), mapping, source, name, doubts)
         for name, mask in _classes(table, classes.column, source)
@@ -197,7 +197,10 @@ def _latency_uses(mapping: Mapping) -> list[ColumnUse]:
 
 
 def _ms(table: Table, use: ColumnUse, source: str) -> FloatArray:
-    return as_float(table, use.column, source) * MS_PER[use.unit or "ms"]
+    """The column in ms: as read when it is in ms (no copy of a column that is right as it is)."""
+    factor = MS_PER[use.unit or "ms"]
+    values = as_float(table, use.column, source)
+    return values if factor == 1.0 else values * factor
 
 
 def _classes(table: Table, column: str, source: str) -> list[tuple[str, np.ndarray]]:
@@ -217,21 +220,23 @@ def _classes(table: Table, column: str, source: str) -> list[tuple[str, np.ndarr
 
 
 def _run(
-    table: Table, mapping: Mapping, source: str, scenario: str | None, doubts: list[Doubt]
+    table: Table,
+    mapping: Mapping,
+    source: str,
+    scenario: str | None,
+    doubts: list[Doubt],
+    latencies: dict[str, FloatArray] | None = None,
 ) -> Run:
     where = source if scenario is None else f"{source} [{scenario}]"
-    values = {u.column: _ms(table, u, source) for u in _latency_uses(mapping)}
+    values = latencies or {u.column: _ms(table, u, source) for u in _latency_uses(mapping)}
     ok, empty = _succeeded(table, mapping, source, values)
     notes = _notes(mapping, where, empty)
     for column, v in values.items():
         check_latency(v, ok, column, source)
     columns = {u.target: u.column for u in mapping.all(SLICE) if u.target}
     slices = {name: values[columns[name]] for name in known_slices(mapping)}
-    measured = {
-        u.target: values[u.column]
-        for u in mapping.all(METRIC)
-        if u.target in ("ttft", "total", "tpot")
-    }
+    metrics = [u for u in mapping.all(METRIC) if u.target in ("ttft", "total", "tpot")]
+    measured = {u.target: values[u.column] for u in metrics}
     meta: dict[str, str | float] = {"format": NAME, "layout": table.layout}
     output_tokens = _tokens(table, mapping, "output_tokens", source)
     checked = [(u, values[u.column]) for u in _latency_uses(mapping)]
@@ -253,9 +258,7 @@ def _run(
     if notes:
         meta["note"] = " ".join(notes)
     has_ok = bool(mapping.all(FAILURE)) or bool(empty)
-    ids = mapping.one(ID, "request_id")
-    prompts = mapping.one(ID, "prompt_hash")
-    runs = mapping.one(ID, "run")
+    request_id, prompt_hash, labels = _labels(table, mapping, source)
     return Run(
         source=source,
         n=table.n,
@@ -263,8 +266,8 @@ def _run(
         ttft=measured.get("ttft"),
         total=total,
         ok=ok if has_ok else None,
-        request_id=request_ids(table, ids.column, source) if ids else None,
-        prompt_hash=request_ids(table, prompts.column, source) if prompts else None,
+        request_id=request_id,
+        prompt_hash=prompt_hash,
         input_tokens=_tokens(table, mapping, "input_tokens", source),
         output_tokens=output_tokens,
         itl=itl,
@@ -274,7 +277,19 @@ def _run(
         tpot=measured.get("tpot"),
         columns=mapping.uses,
         doubts=tuple(run_doubts),
-        run=_run_labels(table, runs.column) if runs else None,
+        run=labels,
+    )
+
+
+def _labels(
+    table: Table, mapping: Mapping, source: str
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """The request ids, the prompt hashes and each row's run, where the table has them."""
+    ids, prompts, runs = (mapping.one(ID, t) for t in ("request_id", "prompt_hash", "run"))
+    return (
+        request_ids(table, ids.column, source) if ids else None,
+        request_ids(table, prompts.column, source) if prompts else None,
+        _run_labels(table, runs.column) if runs else None,
     )
 
 
@@ -295,9 +310,10 @@ def _succeeded(
     by_marker = np.zeros(table.n, dtype=bool)
     for use in mapping.all(FAILURE):
         by_marker |= marker_failed(table, use, source)
-    stacked = np.vstack(list(values.values()))
+    empty = np.ones(table.n, dtype=bool)
     with np.errstate(invalid="ignore"):
-        empty = np.all(np.isnan(stacked) | (stacked == 0), axis=0)
+        for v in values.values():  # column by column: no stacked copy of every latency
+            empty &= np.isnan(v) | (v == 0)
     return ~by_marker & ~empty, int((empty & ~by_marker).sum())
 
 

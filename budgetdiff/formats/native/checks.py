@@ -26,11 +26,12 @@ from budgetdiff.units import MS_PER
 
 def quantile(values: FloatArray, q: float) -> float:
     """Percentile `q` as np.percentile's linear method computes it, without its import of
-    numpy.ma (start-up: the reader runs on every compare)."""
-    ordered = np.sort(values)
-    rank = q / 100 * (len(ordered) - 1)
+    numpy.ma (start-up: the reader runs on every compare). The two order statistics by a
+    selection, not a sort (the values are the same, found in O(n))."""
+    rank = q / 100 * (len(values) - 1)
     low = int(np.floor(rank))
-    high = min(low + 1, len(ordered) - 1)
+    high = min(low + 1, len(values) - 1)
+    ordered = np.partition(values, [low, high] if high != low else low)  # NaN last, as sorted
     return float(ordered[low] + (ordered[high] - ordered[low]) * (rank - low))
 
 
