@@ -160,6 +160,7 @@ def test_an_entry_that_cannot_be_written_is_an_error_and_is_kept(
     assert "HTTP 502" in error and "127.0.0.1" in error and "history-entry" in error
     entry = parse_outputs(Path(env["GITHUB_OUTPUT"]).read_text())["history-entry"]
     report = json.loads(entry)
+    assert entry.isascii() and "::" not in entry  # inert wherever a later step echoes it
     assert report["commit"] == sha and report["schema"] == "budgetdiff.report/v1"
     assert entry in Path(env["GITHUB_STEP_SUMMARY"]).read_text()
 
