@@ -11,7 +11,9 @@ results artifact of a `workflow_run` (the fork-PR flow), and the history branch.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -25,7 +27,9 @@ from budgetdiff.commands.options import ACTION_INPUTS, RunOptions, action_input,
 from budgetdiff.errors import PublishError, UsageError
 from budgetdiff.evaluate.orchestrator import TREND_LINK_ENV
 from budgetdiff.github import GitHubContext, actions, fetch_results_artifact
+from budgetdiff.github.git import DEFAULT_DEADLINE_S
 from budgetdiff.github.history_store import Store, validate_branch
+from budgetdiff.numbers import given
 
 # input name -> the env var action.yml sets for it
 INPUTS = {name: spec.env for name, spec in ACTION_INPUTS.items()}
@@ -104,11 +108,12 @@ def _with_history(
         return o
     validate_branch(branch)  # bad values stop the run before anything is published
     _history_size(environ)
+    deadline = _history_timeout(environ)
     temp = context.temp_dir()
     page = temp / f"budgetdiff-trend-{o.id}.html"
     o = replace(o, html=str(page))
     try:
-        data = Store(context, branch).read(f"{o.id}.jsonl")
+        data = Store(context, branch, deadline_s=deadline).read(f"{o.id}.jsonl")
     except PublishError as exc:  # no history is a poorer report, never a failed run
         print(actions.command("warning", f"history not read: {exc}", title="budgetdiff"))
         data = None
@@ -132,6 +137,20 @@ def _history_size(environ: Mapping[str, str]) -> int:
     return int(raw)
 
 
+def _history_timeout(environ: Mapping[str, str]) -> float:
+    raw = _input(environ, "history-timeout") or given(DEFAULT_DEADLINE_S)
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not 1 <= seconds <= 3600:
+        raise UsageError(
+            f"input `history-timeout`: {raw[:40]!r}: write the seconds the history read or "
+            "write may take, 1 to 3600 (e.g. 60)"
+        )
+    return seconds
+
+
 def _commit(line: str) -> object:
     """The `commit` of a history line (None when it is not a JSON object)."""
     try:
@@ -149,7 +168,9 @@ def _output(context: GitHubContext, name: str, value: str) -> None:
 
 def record(environ: Mapping[str, str], env: Mapping[str, str], code: int) -> None:
     """On a push to the default branch: append this run's JSON report to the history branch.
-    A pull request (a fork's included) never writes; a failure to write is a warning."""
+    A pull request (a fork's included) never writes. An entry not written (the deadline passed,
+    the token may not push) is an error annotation, and is kept (`_keep`) to be written later;
+    the exit code stays the verdict's."""
     branch = _input(environ, "history-branch")
     context = GitHubContext.from_environ(env)
     if not branch or code not in (0, 1) or context.event_name != "push":
@@ -161,19 +182,54 @@ def record(environ: Mapping[str, str], env: Mapping[str, str], code: int) -> Non
         if not isinstance(default, str) or not default or context.ref != f"refs/heads/{default}":
             return
         report = json.loads(context.report_path(report_id).read_text("utf-8"))
-        sha = context.sha
-        if sha:
-            report["commit"] = sha
-        line = json.dumps(report, separators=(",", ":"), ensure_ascii=False)
-        Store(context, branch).append(
+    except (PublishError, OSError, ValueError) as exc:
+        print(actions.command("error", f"history not written: {exc}", title="budgetdiff"))
+        return
+    sha = context.sha
+    if sha:
+        report["commit"] = sha
+    try:
+        Store(context, branch, deadline_s=_history_timeout(environ)).append(
             f"{report_id}.jsonl",
-            line,
+            json.dumps(report, separators=(",", ":"), ensure_ascii=False),
             _history_size(environ),
             f"budgetdiff history: {report_id} at {sha[:12]}",
             replaces=lambda old: bool(sha) and _commit(old) == sha,
         )
-    except (PublishError, OSError, ValueError) as exc:
-        print(actions.command("warning", f"history not written: {exc}", title="budgetdiff"))
+    except PublishError as exc:
+        _keep(context, f"{branch}:{report_id}.jsonl", report, exc)
+
+
+def _keep(context: GitHubContext, where: str, report: dict[str, object], exc: Exception) -> None:
+    """The entry not written: an `::error`, and the line in the `history-entry` output and the
+    job summary, as ASCII JSON without `::` (`:\\u003a` is the same string), inert in a log."""
+    line = json.dumps(report, separators=(",", ":"), ensure_ascii=True).replace("::", ":\\u003a")
+    print(
+        actions.command(
+            "error",
+            f"history not written: {exc}. The entry is kept in the step output `history-entry` "
+            f"and the job summary: append it to {where} (docs/history.md, 'An entry not written')",
+            title="budgetdiff",
+        )
+    )
+    try:
+        _output(context, "history-entry", line)
+        if context.step_summary:
+            actions.append_summary(Path(context.step_summary), _kept_markdown(where, line))
+    except (OSError, ValueError) as err:  # the log is the last place left to keep it
+        print(
+            f"budgetdiff: could not keep the history entry ({err}); it is: {line}", file=sys.stderr
+        )
+
+
+def _kept_markdown(where: str, line: str) -> str:
+    """The job summary's section for an entry not written: the line in a code block (a fence
+    longer than any run of backticks in it), or where to find it when it would not fit."""
+    fence = "`" * max(3, 1 + max((len(r) for r in re.findall("`+", line)), default=0))
+    head = f"\n### budgetdiff: history entry not written\n\nAppend this line to `{where}`:\n\n"
+    if len(line) > actions.SUMMARY_MAX_BYTES // 4:
+        return head.replace("this line", "the step output `history-entry`") + "\n"
+    return f"{head}{fence}json\n{line}\n{fence}\n"
 
 
 def main(environ: Mapping[str, str] | None = None) -> int:

@@ -32,6 +32,11 @@ MAX_BUDGET_BYTES = 1 << 20
 # Digits of the longest integer literal read: Python refuses to parse more than 4,300, and no
 # budget value needs more than a few.
 MAX_INT_DIGITS = 30
+# Aliases may repeat values (`<<: *defaults` in 10,000 slices repeats 40,000), not multiply
+# them: nine anchors of nine aliases each ("billion laughs", 480 bytes) stand for 9**9 values,
+# which validating the budget or quoting it in an error would build (13 GB). The values that
+# aliases add, counted as if each were written out, are bounded before anything reads them.
+MAX_ALIASED_VALUES = 100_000
 
 
 def read_yaml(text: str, source: str) -> tuple[object, dict[tuple[str, ...], int]]:
@@ -52,6 +57,8 @@ def read_yaml(text: str, source: str) -> tuple[object, dict[tuple[str, ...], int
         loader = _strict_loader(safe, source)(text)
         try:
             root = loader.get_single_node()
+            if root is not None:
+                _check_aliases(root, source)
             data = loader.construct_document(root) if root is not None else None
         finally:
             loader.dispose()
@@ -113,6 +120,48 @@ def _check_depth(text: str, source: str, loader: Any) -> None:
                 )
         elif isinstance(token, closing):
             depth -= 1
+
+
+def _check_aliases(root: Any, source: str) -> None:
+    """Refuse a node graph whose aliases add more than MAX_ALIASED_VALUES values, or that holds
+    itself (`&a [*a]`), before it is constructed: each node's size written out, from its
+    children's, every node once (an explicit stack: aliases may nest deeper than the text)."""
+    import yaml
+
+    size: dict[int, int] = {}
+    open_nodes: set[int] = set()  # on the current path: met again, it holds itself
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        kids = _children(node, yaml)
+        if children_done:
+            open_nodes.discard(id(node))
+            size[id(node)] = 1 + sum(size[id(k)] for k in kids)
+            if size[id(node)] - len(size) > MAX_ALIASED_VALUES:
+                raise BudgetError(
+                    f"{source}:{node.start_mark.line + 1}: the aliases (`*name`) here repeat "
+                    f"more than {count(MAX_ALIASED_VALUES)} values; a budget repeats a few, "
+                    "write them out"
+                )
+            continue
+        if id(node) in size:
+            continue
+        if id(node) in open_nodes:
+            raise BudgetError(
+                f"{source}:{node.start_mark.line + 1}: an alias (`*name`) inside the value it "
+                "names; write the value out"
+            )
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        stack.extend((k, False) for k in kids if id(k) not in size)
+
+
+def _children(node: Any, yaml: Any) -> list[Any]:
+    if isinstance(node, yaml.MappingNode):
+        return [x for pair in node.value for x in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 def _strict_loader(safe: Any, source: str) -> Any:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic.json_schema import GenerateJsonSchema
 from pydantic_core import PydanticCustomError, core_schema
 
@@ -96,7 +97,26 @@ _ShareInput = Union[  # noqa: UP007 (a runtime type expression on Python 3.10)
     Annotated[float, Field(ge=0, lt=1)], Annotated[str, Field(pattern=_PERCENT_SCHEMA)]
 ]
 Share = Annotated[float, BeforeValidator(_share, json_schema_input_type=_ShareInput)]
-Name = Annotated[str, Field(min_length=1, max_length=100)]  # a slice's or a class's
+# A slice's or a class's name is printed in step outputs, annotations, the comment and the
+# terminal, so it is one line of visible text (issue 35): no control character (newline, tab,
+# ESC, BEL), no invisible format character (the bidi controls such as U+202E, zero-width
+# characters), no line or paragraph separator, no space at either end. Markup and shell
+# characters are allowed: every output escapes them (render/text.py, github/actions.py).
+NAME_RULE = (
+    "visible text: no control character (newline, tab, ESC, BEL), no invisible format "
+    "character (bidi controls such as U+202E, zero-width characters), no space at either end"
+)
+_HIDDEN = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
+
+
+def _identifier(name: str) -> str:
+    hidden = any(unicodedata.category(c) in _HIDDEN for c in name)
+    if hidden or name != name.strip():
+        raise PydanticCustomError("name", "a name is " + NAME_RULE)
+    return name
+
+
+Name = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_identifier)]
 
 
 class _Section(BaseModel):

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ValidationError
 
 from budgetdiff.budget.model import (
+    NAME_RULE,
     Agent,
     Budget,
     Loc,
@@ -47,7 +48,7 @@ _WORDS = {
     "`{key}: {{budget: 4200, column: NAME}}`, not {shown}",
 }
 # A slice's or a class's name (pydantic's `[key]`): whatever is wrong with it, this.
-_NAME = "{whose} name must be text of 1 to 100 characters, not {shown}"
+_NAME = "{whose} name must be 1 to 100 characters of " + NAME_RULE + "; not {shown}"
 # What each key's message suggests writing (a number of milliseconds, `4200`, unless here).
 _EXAMPLES = {
     "percentile": "95",
@@ -147,7 +148,8 @@ def _words(err: Any, at: Loc, given: object) -> str:
     elif kind == "literal_error":
         choices = [a or b for a, b in re.findall(r"'([^']*)'|(\d+)", str(ctx["expected"]))]
         words["choices"] = ", ".join(choices)
-        words["hint"] = did_you_mean(str(given), choices)
+        # only text is matched: a list stands for what it holds, which aliases may multiply
+        words["hint"] = did_you_mean(given, choices) if isinstance(given, str) else ""
     return template.format(**words)
 
 

@@ -171,6 +171,7 @@ ACTION_INPUTS: Mapping[str, ActionInput] = {
     "accept-label": ActionInput("INPUT_ACCEPT_LABEL", "accept_label", empty_is_a_value=True),
     "history-branch": ActionInput("INPUT_HISTORY_BRANCH", None),
     "history-size": ActionInput("INPUT_HISTORY_SIZE", None),
+    "history-timeout": ActionInput("INPUT_HISTORY_TIMEOUT", None),
     "prometheus-url": ActionInput("INPUT_PROMETHEUS_URL", "prometheus"),
     "base-match": ActionInput("INPUT_BASE_MATCH", "base_match"),
     "head-match": ActionInput("INPUT_HEAD_MATCH", "head_match"),

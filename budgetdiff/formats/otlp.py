@@ -8,7 +8,8 @@ Two kinds of span count:
   to that slice of its trace's request (the trace id names the request when no server span does).
 
 The file is one `ExportTraceServiceRequest` ({"resourceSpans": [...]}) or JSON Lines of them
-(the OpenTelemetry Collector's file exporter).
+(the OpenTelemetry Collector's file exporter), read a span at a time (`otlp_spans`): a request
+keeps its numbers, never its span.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import numpy as np
 
 from budgetdiff.errors import ReadError
 from budgetdiff.formats import ReadOptions
-from budgetdiff.formats._checks import JsonProblem, parse_json
+from budgetdiff.formats.otlp_spans import spans
 from budgetdiff.table import KNOWN_SLICES, FloatArray, Run
 
 NAME = "otlp"
@@ -115,7 +116,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-@dataclass
+@dataclass(slots=True)
 class _Request:
     key: str
     start_ns: int
@@ -125,73 +126,6 @@ class _Request:
     input_tokens: float = float("nan")
     output_tokens: float = float("nan")
     failed: bool = False
-
-
-def _documents(data: bytes, source: str) -> list[dict[str, Any]]:
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise _fail(source, f"bytes that are not UTF-8 at offset {exc.start}") from exc
-    if not text.strip():
-        raise _fail(source, "the file is empty; export traces as OTLP/JSON")
-    try:
-        docs: list[Any] = [_loads(text, source, "")]
-    except JsonProblem as whole:
-        docs = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                docs.append(_loads(line, source, f"line {number}: "))
-            except JsonProblem as problem:
-                raise _fail(
-                    source,
-                    f"invalid JSON at line {whole.line if number == 1 else number} "
-                    f"({problem.message}); the file is cut short or not OTLP/JSON",
-                ) from None
-    for doc in docs:
-        if not isinstance(doc, dict) or not isinstance(doc.get("resourceSpans"), list):
-            raise _fail(
-                source,
-                "no 'resourceSpans' list; this reader takes OTLP/JSON trace exports "
-                "(ExportTraceServiceRequest), choose another --format for other files",
-            )
-    return docs
-
-
-def _loads(text: str, source: str, where: str) -> Any:
-    """One JSON document; a syntax error passes as a JsonProblem (the caller tries JSON Lines
-    next)."""
-    try:
-        return parse_json(text)
-    except JsonProblem as problem:
-        if problem.kind == "digits":  # an integer literal longer than Python's digit limit
-            raise _fail(source, f"{where}a number too long to read ({problem.message})") from None
-        if problem.kind == "deep":
-            raise _fail(source, f"{where}nested too deeply to be an OTLP export") from None
-        raise
-
-
-def _spans(docs: list[dict[str, Any]], source: str) -> list[tuple[str, dict[str, Any]]]:
-    out: list[tuple[str, dict[str, Any]]] = []
-    for r, resource in enumerate(
-        (rs for doc in docs for rs in doc["resourceSpans"]),
-    ):
-        if not isinstance(resource, dict):
-            raise _fail(source, f"resourceSpans[{r}] is not an object")
-        scopes = resource.get("scopeSpans", resource.get("instrumentationLibrarySpans", []))
-        if not isinstance(scopes, list):
-            raise _fail(source, f"resourceSpans[{r}].scopeSpans is not a list")
-        for s, scope in enumerate(scopes):
-            spans = scope.get("spans", []) if isinstance(scope, dict) else None
-            if not isinstance(spans, list):
-                raise _fail(source, f"resourceSpans[{r}].scopeSpans[{s}].spans is not a list")
-            for i, span in enumerate(spans):
-                where = f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]"
-                if not isinstance(span, dict):
-                    raise _fail(source, f"{where} is not an object")
-                out.append((where, span))
-    return out
 
 
 def _attributes(span: dict[str, Any], source: str, where: str) -> dict[str, Any]:
@@ -216,10 +150,9 @@ def _number(attrs: dict[str, Any], keys: tuple[str, ...]) -> float:
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     """All request spans (and slice-named spans) of the file as one per-request Run."""
-    docs = _documents(data, source)
     slice_names = set(options.slices) | set(KNOWN_SLICES)  # the budget's, and every known one
     found = _Found()
-    for where, span in _spans(docs, source):
+    for where, span in spans(data, source):
         _span(found, span, source, where, slice_names)
     user_slices = found.own_user_spans()
     if not found.requests:

@@ -96,7 +96,9 @@ classes:
         "b.yml:8: classes.api.slices.decode: write the slice's budget in milliseconds, "
         "`decode: 4200` or `decode: {budget: 4200, column: NAME}`, not '8s'",
         "b.yml:9: classes.batch: must be a mapping of keys (`batch: {...}`), not 5",
-        "b.yml:10: classes: a class's name must be text of 1 to 100 characters, not ''",
+        "b.yml:10: classes: a class's name must be 1 to 100 characters of visible text: no "
+        "control character (newline, tab, ESC, BEL), no invisible format character (bidi "
+        "controls such as U+202E, zero-width characters), no space at either end; not ''",
     ]
 
 

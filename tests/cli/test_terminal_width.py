@@ -134,7 +134,8 @@ def test_prose_never_runs_over() -> None:
 def test_hostile_slice_names_fit_80_columns(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    names = ["a|b", "line\nbreak", "x" * 10_000, "dec\x1b[31mode", "False"]
+    # a newline or ESC in a name is refused by the budget since issue 35 (test_budget_attacks)
+    names = ["a|b", "x" * 10_000, "dec[31mode", "False"]
     rng = np.random.default_rng(3)
     columns = {f"c{i}": rng.lognormal(4, 0.3, 300).round(2) for i in range(len(names))}
     base = write_table(tmp_path / "base.csv", columns)

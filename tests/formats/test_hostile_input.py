@@ -82,7 +82,7 @@ def test_workflow_commands_in_a_budget_slice_name_print_as_one_inert_line(
     head = write_table(tmp_path / "head.csv", slices(1, 50))
     budget = _budget(tmp_path, 'version: 1\nslices: {"a\\n::warning::x\\u2028y": 100}\n')
     code, out, err = _check(capsys, head, budget)
-    _refused(code, out, err, "head.csv", "a\\n::warning::x\\u2028y")
+    _refused(code, out, err, "budget.yml", "a\\n::warning::x\\u2028y")
     _no_command_lines(out, err)
 
 

@@ -19,7 +19,6 @@ HOSTILE = [
     "<details><summary>x",
     "</table></details>",
     "@someone",
-    "line\nbreak",
     "x" * 10_000,
     "[link](https://evil.example) **bold** ~~strike~~ #1",
 ]
@@ -127,8 +126,9 @@ def test_terminal_table_has_no_control_characters(
         ],
         capsys,
     )
-    assert code == 0, err
-    assert "\x1b" not in out and "\x07" not in out
+    # since issue 35 the budget refuses such a name, on one line that shows it escaped
+    assert code == 2 and err.count("\n") == 1 and "dec\\x1b[31mode\\x07" in err
+    assert "\x1b" not in out + err and "\x07" not in out + err
 
 
 def test_the_pr_comment_keeps_its_tables(hostile_report: tuple[str, dict]) -> None:

@@ -15,18 +15,20 @@
 
 The file is what the
 `otlp` reader takes: one ExportTraceServiceRequest or JSON Lines of them (the Collector's file
-exporter).
+exporter), read a span at a time; what is kept of a span is its ids, times, operation and tool.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from budgetdiff.errors import ReadError
 from budgetdiff.formats import ReadOptions
 from budgetdiff.formats.agent.tasks import Task, as_run, build, ms_between
-from budgetdiff.formats.otlp import STATUS_ERROR, _attributes, _documents, _nanos, _spans
+from budgetdiff.formats.otlp import STATUS_ERROR, _attributes, _nanos
+from budgetdiff.formats.otlp_spans import spans
 from budgetdiff.table import Run
 
 NAME = "agent-traces"
@@ -45,7 +47,7 @@ def sniff(head: bytes, name: str) -> bool:
     return b'"invoke_agent' in head or b'"execute_tool' in head
 
 
-@dataclass
+@dataclass(slots=True)  # a million of them: no __dict__ each
 class _Span:
     span_id: str
     parent: str
@@ -65,7 +67,7 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     """Every task of the file with its steps, as one Run (one row per task)."""
     traces: dict[str, _Trace] = {}
     names: dict[str, None] = {}
-    for where, raw in _spans(_documents(data, source), source):
+    for where, raw in spans(data, source):
         span = _span(raw, source, where)
         names[str(raw.get("name", ""))] = None
         trace = str(raw.get("traceId", ""))
@@ -74,8 +76,8 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
         traces.setdefault(trace, _Trace()).spans.append(span)
     tasks: list[Task] = []
     outside = 0
-    for trace_id, spans in traces.items():
-        found, left = _tasks(trace_id, spans)
+    for trace_id, held in traces.items():
+        found, left = _tasks(trace_id, held)
         tasks += found
         outside += left
     if not tasks:
@@ -101,13 +103,13 @@ def _span(raw: dict[str, Any], source: str, where: str) -> _Span:
     if end < start:
         raise ReadError.at(NAME, source, f"{where}: ends before it starts")
     status = raw.get("status") or {}
-    return _Span(
+    return _Span(  # the repeated texts shared: a million spans hold a few operations and tools
         span_id=str(raw.get("spanId", "")),
-        parent=str(raw.get("parentSpanId", "")),
-        op=op,
+        parent=sys.intern(str(raw.get("parentSpanId", ""))),
+        op=sys.intern(op),
         start=start,
         end=end,
-        tool=str(attrs.get(TOOL_NAME) or ""),
+        tool=sys.intern(str(attrs.get(TOOL_NAME) or "")),
         failed=isinstance(status, dict)
         and status.get("code") in (STATUS_ERROR, "STATUS_CODE_ERROR"),
     )
