@@ -3,8 +3,9 @@ the total, at most `CALL_TIMEOUT_S`), runs in a process group of its own so that
 `git-remote-https` helper dies with it, and fails as a `GitFailure` that says whether trying
 again may help (a concurrent push, a 5xx, a rate limit, a stall) and names the host and step.
 
-`retry` is the loop around it: backoff with full jitter until the deadline. It takes the
-deadline in seconds (as `budgetdiff.sources.deadline` does for HTTP clients); no more.
+`retry` is the loop around it, on the one `Deadline` and the `HISTORY` policies of
+`budgetdiff.sources.deadline` (what every HTTP client uses too): backoff with full jitter
+until the deadline.
 """
 
 from __future__ import annotations
@@ -16,21 +17,18 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TypeVar
 from urllib.parse import urlsplit
 
 from budgetdiff.errors import PublishError
 from budgetdiff.numbers import given
+from budgetdiff.sources.deadline import HISTORY, HISTORY_BEHIND, Deadline, Retry
 
 # The default of the whole history read or write: well under a CI step's patience (GitHub's
 # default step timeout is 6 hours; a job's summary waits on this step), well over the few
 # seconds a push takes. `history-timeout` sets it.
 DEFAULT_DEADLINE_S = 60.0
 CALL_TIMEOUT_S = 30.0  # one git call, within the deadline
-BACKOFF_S = 0.25  # the first retry waits up to this, doubling, at most BACKOFF_MAX_S
-BACKOFF_MAX_S = 5.0
-BEHIND_MAX_S = 1.0  # a lost race: the branch is free again at once, only the jitter matters
 MIN_CALL_S = 1.0  # no attempt starts with less than this left
 
 # What a rejected push or a failed transfer prints, when trying again may help.
@@ -77,24 +75,6 @@ def classify(step: str, stderr: str) -> GitFailure:
         )
         return GitFailure(f"{step}: {said}: {last}", retryable=True)
     return GitFailure(f"{step}: {last}", retryable=code == 0 and bool(_TRANSIENT.search(stderr)))
-
-
-@dataclass
-class Deadline:
-    """`seconds` from now, by `clock`; `left()` is what remains (never below 0)."""
-
-    seconds: float
-    clock: Callable[[], float] = time.monotonic
-    start: float = field(default=0.0)
-
-    def __post_init__(self) -> None:
-        self.start = self.clock()
-
-    def left(self) -> float:
-        return max(0.0, self.seconds - (self.clock() - self.start))
-
-    def spent(self) -> float:
-        return self.clock() - self.start
 
 
 def run(
@@ -147,11 +127,12 @@ def retry(
         except GitFailure as failure:
             if not failure.retryable:
                 raise
-            cap = BEHIND_MAX_S if failure.behind else BACKOFF_MAX_S
-            wait = rng.uniform(0, min(cap, BACKOFF_S * 2 ** (n - 1)))
-            if deadline.left() < wait + MIN_CALL_S:
+            policy = HISTORY_BEHIND if failure.behind else HISTORY
+            wait = Retry(policy, deadline, sleep, rng).delay_s(n) or 0.0
+            if deadline.remaining() < wait + MIN_CALL_S:
+                spent = deadline.seconds - deadline.remaining()
                 raise PublishError(
-                    f"{what}: gave up after {n} attempts in {given(round(deadline.spent()))} s "
+                    f"{what}: gave up after {n} attempts in {given(round(spent))} s "
                     f"(the deadline is {given(deadline.seconds)} s, input `history-timeout`); "
                     f"last: {failure}"
                 ) from None

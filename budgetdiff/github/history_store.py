@@ -31,6 +31,7 @@ from budgetdiff import numbers
 from budgetdiff.errors import PublishError, UsageError
 from budgetdiff.github import git
 from budgetdiff.github.context import GitHubContext
+from budgetdiff.sources.deadline import Deadline
 
 DEFAULT_BRANCH = "budgetdiff-history"
 DEFAULT_SIZE = 500
@@ -82,7 +83,7 @@ class Store:
 
     def read(self, path: str) -> bytes | None:
         """The file on the branch, or None when the branch or the file is not there yet."""
-        deadline = git.Deadline(self.deadline_s)
+        deadline = Deadline.start("the history branch", self.host, self.deadline_s)
         with tempfile.TemporaryDirectory(prefix="budgetdiff-history-") as tmp:
             run = self._git_in(tmp, deadline)
             run("init", "--quiet", "--bare", ".")
@@ -108,7 +109,7 @@ class Store:
         5xx, a rate limit and a stall, until the deadline. A newest line that `replaces` matches
         (a re-run of the same commit) is replaced rather than followed. Returns the number of
         attempts it took; a PublishError when the deadline passed first."""
-        deadline = git.Deadline(self.deadline_s)
+        deadline = Deadline.start("the history branch", self.host, self.deadline_s)
         with tempfile.TemporaryDirectory(prefix="budgetdiff-history-") as tmp:
             run = self._git_in(tmp, deadline)
             run("init", "--quiet", "--bare", ".")
@@ -150,9 +151,7 @@ class Store:
         parents = ["-p", "FETCH_HEAD"] if parent else []
         return run("commit-tree", tree, *parents, "-m", message).strip()
 
-    def _retry(
-        self, attempt: Callable[[int], T], deadline: git.Deadline, what: str
-    ) -> tuple[T, int]:
+    def _retry(self, attempt: Callable[[int], T], deadline: Deadline, what: str) -> tuple[T, int]:
         where = f"{what} on {self.host}"
         return git.retry(attempt, deadline, where, sleep=self._sleep, rng=self._rng)
 
@@ -180,13 +179,13 @@ class Store:
             )
         return run("cat-file", "blob", f"FETCH_HEAD:{path}").encode("utf-8", "surrogateescape")
 
-    def _git_in(self, folder: str, deadline: git.Deadline) -> Callable[..., str]:
+    def _git_in(self, folder: str, deadline: Deadline) -> Callable[..., str]:
         """`git ARGS` in `folder`, its output; a GitFailure naming the step and the host. Each
         call's timeout is what the deadline leaves, at most git.CALL_TIMEOUT_S."""
 
         def run(*args: str, stdin: str | None = None, extra: dict[str, str] | None = None) -> str:
             step = f"git {args[0]}" + (f" ({self.host})" if args[0] in _NETWORK else "")
-            timeout = max(0.1, min(git.CALL_TIMEOUT_S, deadline.left()))
+            timeout = max(0.1, min(git.CALL_TIMEOUT_S, deadline.remaining()))
             try:
                 done = git.run(
                     list(args),

@@ -50,6 +50,9 @@ class Policy:
     first_s: float
     cap_s: float
     max_wait_s: float = 120.0
+    # draw a wait anywhere below the backoff, not in its upper half: writers racing for one
+    # git branch spread out (full jitter)
+    full_jitter: bool = False
 
     def backoff_s(self, attempt: int) -> float:
         """The longest wait after try `attempt` (1 is the first); `Retry` draws below it."""
@@ -62,6 +65,10 @@ GITHUB_API = Policy(attempts=5, first_s=1.0, cap_s=8.0)
 # a comment whose POST failed with a 5xx: look again and maybe post again, a few times
 COMMENT = Policy(attempts=3, first_s=1.0, cap_s=4.0)
 ARTIFACT = Policy(attempts=5, first_s=1.0, cap_s=8.0)
+# the history branch: tried until the deadline (github/git.py); after a lost push race the branch
+# is free again at once, so only the jitter matters
+HISTORY = Policy(attempts=1_000_000, first_s=0.25, cap_s=5.0, full_jitter=True)
+HISTORY_BEHIND = Policy(attempts=1_000_000, first_s=0.25, cap_s=1.0, full_jitter=True)
 
 
 def deadline_seconds(environ: Mapping[str, str]) -> float:
@@ -159,13 +166,14 @@ class Retry:
 
     def delay_s(self, attempt: int, after: float | None = None) -> float | None:
         """The wait after try `attempt`: the server's, with up to a tenth more (at most 1 s);
-        else the backoff, drawn in its upper half. None: too long to wait."""
+        else the backoff, drawn in its upper half (anywhere below it with `full_jitter`).
+        None: too long to wait."""
         if after is not None:
             if after > self.policy.max_wait_s:
                 return None
             return after + self.rng.uniform(0.0, min(1.0, after / 10))
         longest = self.policy.backoff_s(attempt)
-        return self.rng.uniform(longest / 2, longest)
+        return self.rng.uniform(0.0 if self.policy.full_jitter else longest / 2, longest)
 
 
 def hang_up(response: Any) -> Callable[[], None]:
