@@ -77,5 +77,4 @@ def test_the_reader_error_test_passes_in_a_clone_named_budgetdiff(tmp_path: Path
         timeout=120,
         check=False,
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert "1 passed" in done.stdout
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]  # 5: none ran
