@@ -412,12 +412,19 @@ def compare_pair(pair: Pair, budget: Budget, by_id: bool | None = None) -> Compa
             return rows.compare(None, prepare(h, budget), budget)
         m = pairing.match(b, h, by_id)
         base, head, alike = prepare_alike(m.base, m.head, budget)  # one end-to-end definition
+        base, head = counted(base, b), counted(head, h)  # failures: of every row (issue 38)
         return rows.compare(base, head, budget, pair=m.paired, notes=(*m.notes, *alike))
 
     def side(r: Run) -> Run | Prepared:
         return prepare(r, budget) if r.per_request else r
 
     return compare_aggregate(side(b) if b is not None else None, side(h), budget)
+
+
+def counted(prep: Prepared, run: Run) -> Prepared:
+    """`prep` (of the requests pairing kept) with the request and failure counts of every row
+    of `run`: a failure is counted whatever the pairing left out (issue 38)."""
+    return replace(prep, requests=run.n, failed=int(run.n - run.succeeded.sum()))
 
 
 def _trends(history: Loaded | None, c: Comparison, budget: Budget) -> History | None:

@@ -31,6 +31,11 @@ KIND_WORDS = {
 }
 
 
+# Kinds said beside a cause, not as one: a failed request is left out of every percentile, so
+# failures never cause a breach or a slice over its budget (they are a finding of their own)
+_NOT_A_CAUSE = frozenset({Kind.FAILURES, Kind.FAILURE_RATE})
+
+
 def kind_words(kind: Kind, unit: Unit = Unit.REQUEST) -> str:
     words = KIND_WORDS.get(kind, kind.replace("_", " "))
     return words.format(unit=unit.value, units=unit.plural)
@@ -72,8 +77,8 @@ def _at_risk(row: Row | None, p: str, say: Escape, workloads: bool) -> str:
 def cause(h: Summary, say: Escape) -> str:
     """Why, in words: the slices that regressed or went over budget, or the findings' kinds.
     A regressed slice is said with its part of the end to end's change, the one number the
-    finding and the slice table give it too; the other kinds found beside a cause are said as
-    `also`, not as causes (failures that did not make a slice go over its budget)."""
+    finding and the slice table give it too; failures found beside a cause are said as `also`,
+    not as a cause."""
     if h.verdict == Verdict.PASS:
         return "no regression, every SLO holds" if h.compared else "every SLO holds"
     parts = [KIND_WORDS[Kind.NO_BASE]] if h.no_base else []
@@ -87,10 +92,11 @@ def cause(h: Summary, say: Escape) -> str:
         parts.append(f"{names(h.over_budget, say)} over budget")
     if not h.regressed and not h.over_budget and h.regressed_slo:
         parts.append(f"{', '.join(say(r.label) for r in h.regressed_slo)} regressed")
-    also = [kind_words(k, h.unit) for k in h.also]
-    if parts and also:
-        return f"{', '.join(parts)} (also: {', '.join(also)})"
-    return ", ".join(parts + also)
+    parts += [kind_words(k, h.unit) for k in h.also if k not in _NOT_A_CAUSE]
+    aside = [kind_words(k, h.unit) for k in h.also if k in _NOT_A_CAUSE]
+    if parts and aside:  # failed requests are not in the percentiles: never their cause
+        return f"{', '.join(parts)} (also: {', '.join(aside)})"
+    return ", ".join(parts + aside)
 
 
 def _parts_of_change(rows: tuple[Row, ...]) -> str:

@@ -168,10 +168,11 @@ def test_requests_that_disagree_are_counted_once_and_no_note_says_all_agree(
     )  # fmt: skip
     notes = report["notes"]
     assert not [n for n in notes if "paired by id agree on" in n], notes
-    assert any("492 of the 500 requests in both agree on their output token counts" in n for n in notes)
-    assert any("8 disagree on their output token counts" in n for n in notes), notes
+    agreed = "492 of the 500 requests in both agree on their prompt token counts and output token"
+    assert any(n.startswith(agreed) for n in notes), notes
+    assert any("; 8 disagree on their output token counts: left out" in n for n in notes), notes
     assert not [n for n in notes if "both ran" in n or "ran in both" in n], notes
-    assert not [n for n in notes if "prompt token counts" in n and "disagree" in n], notes
+    assert not [n for n in notes if "disagree on their prompt" in n], notes  # they agree
 
 
 # ---- 7. exit codes and words ----------------------------------------------------------------
