@@ -31,6 +31,7 @@ from budgetdiff.formats.native.checks import (
     start_unit,
     summary_rows,
     unit_doubts,
+    unit_fix,
 )
 from budgetdiff.formats.native.columns import (
     as_float,
@@ -40,6 +41,7 @@ from budgetdiff.formats.native.columns import (
     itl_of,
     request_ids,
 )
+from budgetdiff.formats.native.derive import SAID, client_slices, derived_for
 from budgetdiff.formats.native.load import load
 from budgetdiff.formats.native.mapping import Mapping, known_slices, map_columns
 from budgetdiff.formats.native.names import (
@@ -87,6 +89,7 @@ def _runs(table: Table, source: str, options: ReadOptions) -> list[Run]:
         )
     mapping = _typed_units(map_columns(table.columns, options, source), table)
     _require(mapping, table, source, options)
+    derive = derived_for(mapping, options.slices)
     doubts: list[Doubt] = []
     latencies = {u.column: _ms(table, u, source) for u in _latency_uses(mapping)}
     leftmost = table.columns[0] if table.columns else ""
@@ -113,9 +116,9 @@ def _runs(table: Table, source: str, options: ReadOptions) -> list[Run]:
         table = table.subset(~dropped)
     classes = mapping.one(CLASS, "class")
     if classes is None:
-        return [_run(table, mapping, source, None, doubts)]
+        return [_run(table, mapping, source, None, doubts, derive)]
     return [
-        _run(table.subset(mask), mapping, source, name, doubts)
+        _run(table.subset(mask), mapping, source, name, doubts, derive)
         for name, mask in _classes(table, classes.column, source)
     ]
 
@@ -141,6 +144,8 @@ def _require(mapping: Mapping, table: Table, source: str, options: ReadOptions) 
     """The budget's slices are all there, and at least one latency is."""
     listed = ", ".join(cut(c, 80) for c in table.columns[:50]) or "(none)"
     have = {u.target for u in mapping.all(SLICE)}
+    if derived_for(mapping, options.slices):  # TTFT and the end to end give them
+        have |= set(options.slices)
     for name in options.slices:
         if name not in have:
             raise ReadError.at(
@@ -217,7 +222,12 @@ def _classes(table: Table, column: str, source: str) -> list[tuple[str, np.ndarr
 
 
 def _run(
-    table: Table, mapping: Mapping, source: str, scenario: str | None, doubts: list[Doubt]
+    table: Table,
+    mapping: Mapping,
+    source: str,
+    scenario: str | None,
+    doubts: list[Doubt],
+    derive: bool = False,
 ) -> Run:
     where = source if scenario is None else f"{source} [{scenario}]"
     values = {u.column: _ms(table, u, source) for u in _latency_uses(mapping)}
@@ -232,6 +242,9 @@ def _run(
         for u in mapping.all(METRIC)
         if u.target in ("ttft", "total", "tpot")
     }
+    if derive:  # no slice column: the client's TTFT and end to end split each request
+        slices = client_slices(measured["ttft"], measured["total"])
+        notes.append(f"{where}: derived (no slice columns): {SAID}")
     meta: dict[str, str | float] = {"format": NAME, "layout": table.layout}
     output_tokens = _tokens(table, mapping, "output_tokens", source)
     checked = [(u, values[u.column]) for u in _latency_uses(mapping)]
@@ -526,8 +539,7 @@ def _itl(
                     f"{cut(use.column, 80)}: median gap {figure(raw)} read as "
                     f"{use.unit} ({use.unit_from}) - "
                     + ("looks like seconds" if m < 0.1 else "looks like another unit")
-                    + "; say the unit in the column's name (such as _s or _ms) or with the "
-                    "budget's `unit:`",
+                    + f"; {unit_fix(use)}",
                     affects=("itl",),
                 )
             )
