@@ -107,6 +107,7 @@ class Request:
     accept_label: str = ""
     pair: bool | None = None  # --pair / --no-pair: force pairing by request id, or never
     environ: Mapping[str, str] = field(default_factory=dict)
+    budget_change: str | None = None  # what a pull request changed in its budget (issue 38)
     github: GitHubContext | None = None
 
 
@@ -146,6 +147,7 @@ def run(request: Request) -> Evaluation:
         accepted=_accepted(request),
         history=load_history(request.history, request.environ),
         pair=request.pair,
+        budget_change=request.budget_change,
     )
     return Evaluation(report, base_runs, head.runs, budget)
 
@@ -336,6 +338,7 @@ def evaluate(
     accepted: Acceptance | None = None,
     history: Loaded | None = None,
     pair: bool | None = None,
+    budget_change: str | None = None,
 ) -> Report:
     """Pair the scenarios, compare and judge each: the Report every renderer reads. `base` None
     is a check of head alone, unless `no_base` says why a compare has no base. `pair`: pair
@@ -359,6 +362,7 @@ def evaluate(
             same_input=same_input,
             accepted=accepted,
             history=trends,
+            budget_change=budget_change if not scenarios else None,  # said once, first
         )
         scenarios.append(Scenario(c, tuple(findings), verdict, trends))
     mode = "compare" if base is not None or no_base is not None else "check"

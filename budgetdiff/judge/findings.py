@@ -70,11 +70,14 @@ def judge(
     accepted: Acceptance | None = None,
     history: History | None = None,
     doubts: Sequence[Doubt] = (),
+    budget_change: str | None = None,
 ) -> tuple[list[Finding], Verdict]:
     """Findings for one scenario, and its verdict (pass, warn or fail). With `accepted`, a
     regression that would fail is kept, marked accepted, and fails no more (verdict warn)."""
     fail = set(fail_on)
     raw: list[_Raw] = []
+    if budget_change is not None:  # first: which budget the rest is held to (issue 38)
+        raw.append(_Raw(Kind.BUDGET_CHANGE, "budget", budget_change, None))
     if no_base is not None:
         raw.append(_Raw(Kind.NO_BASE, "base", no_base))
     if same_input is not None:  # compared with itself: there is no base to speak of

@@ -96,9 +96,9 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
     if kept < len(common):  # one note: how many agree, and on what the others differ
         notes = [
             f"{numbers.count(kept)} of the {numbers.count(len(common))} {unit.plural} in both "
-            f"agree on their {_what(said)}: compared on the {numbers.count(kept)} that agree, paired; "
-            f"{numbers.count(len(common) - kept)} disagree on their {_what(differ)} and are "
-            "left out"
+            f"agree on their {_what(said)}: compared on the {numbers.count(kept)} that agree, "
+            f"paired; {numbers.count(len(common) - kept)} disagree on their {_what(differ)} "
+            "and are left out"
         ]
     return _paired(base, head, ib[agree], ih[agree], notes, unit, len(common))
 

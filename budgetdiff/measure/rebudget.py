@@ -20,8 +20,7 @@ from budgetdiff.table import UNATTRIBUTED
 _UNATTRIBUTED_MIN_MS = 0.5
 # How the target is split, said with it: a slice's budget is not its own percentile
 SHARE_RULE = (
-    "split among the slices in proportion to their parts of the {p} end to end (not their own "
-    "{p}s)"
+    "split among the slices in proportion to their parts of the {p} end to end (not their own {p}s)"
 )
 # Feasibility: warn when the per-token decode time the SLO leaves is this far below measured.
 _FAR_BELOW = 0.8

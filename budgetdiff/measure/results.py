@@ -50,6 +50,7 @@ class Kind(Word):
     UNMEASURED = "unmeasured"
     DRIFT = "drift"
     AGENT_STEPS = "agent_steps"  # tasks take more steps than budgeted or than the base
+    BUDGET_CHANGE = "budget_change"  # the pull request changes its budget (issue 38)
 
 
 class Verdict(Word):

@@ -28,12 +28,14 @@ KIND_WORDS = {
     Kind.INFEASIBLE: "SLO not reachable",
     Kind.UNMEASURED: "a target not measured",
     Kind.SCENARIO_MISSING: "a scenario not run",
+    Kind.BUDGET_CHANGE: "budget change",
 }
 
 
 # Kinds said beside a cause, not as one: a failed request is left out of every percentile, so
 # failures never cause a breach or a slice over its budget (they are a finding of their own)
-_NOT_A_CAUSE = frozenset({Kind.FAILURES, Kind.FAILURE_RATE})
+# (nor is a change of the budget: it changes the target, not the latency)
+_NOT_A_CAUSE = frozenset({Kind.FAILURES, Kind.FAILURE_RATE, Kind.BUDGET_CHANGE})
 
 
 def kind_words(kind: Kind, unit: Unit = Unit.REQUEST) -> str:

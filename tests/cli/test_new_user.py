@@ -15,7 +15,7 @@ import pytest
 
 import budgetdiff
 from budgetdiff.cli import main
-from tests.support.harness import DECODE_BUDGET, N, SLO_BUDGET, write_budget, write_side
+from tests.support.harness import DECODE_BUDGET, N, write_budget, write_side
 from tests.support.helpers import run
 
 P95 = 95
@@ -112,7 +112,7 @@ def test_init_given_a_file_writes_a_budget_that_fits_it(
 ) -> None:
     head = write_side(tmp_path / "head.csv", 2, failed=5)
     folder = tmp_path / "repo"
-    code, out, err = run(["init", str(folder), "--head", str(head.path)], capsys)
+    code, _, err = run(["init", str(folder), "--head", str(head.path)], capsys)
     assert code == 0, err
     budget = folder / "budget.yml"
     text = budget.read_text()
@@ -212,7 +212,7 @@ def test_check_does_not_name_failures_as_the_cause_of_an_over_budget_slice(
     head = write_side(tmp_path / "head.csv", 2, failed=5)
     tight = DECODE_BUDGET.replace("decode: 4800", "decode: 2000")
     budget = write_budget(tmp_path, tight)
-    code, out, err = run(["check", "--head", str(head.path), "--budget", str(budget)], capsys)
+    _, out, err = run(["check", "--head", str(head.path), "--budget", str(budget)], capsys)
     heading = " ".join(out.split("\n\n")[1].split())
     assert "decode over budget (also: some requests failed)" in heading, out + err
     assert "over budget, some requests failed" not in heading
@@ -233,7 +233,9 @@ def test_the_units_finding_of_an_slo_column_does_not_advise_a_budget_unit(
         cells[3] = f"{float(cells[3]) / 1000:.5f}"
         out_lines.append(",".join(cells))
     head.path.write_text("\n".join(out_lines) + "\n")
-    _, report = _json(capsys, "check", "--head", str(head.path), "--budget", str(write_budget(tmp_path)))
+    _, report = _json(
+        capsys, "check", "--head", str(head.path), "--budget", str(write_budget(tmp_path))
+    )
     units = {f["subject"]: f["message"] for f in report["findings"] if f["kind"] == "units"}
     assert "e2e" in units, report["findings"]
     for message in units.values():  # ttft_ms and e2e are SLO columns: no `unit:` can say it
