@@ -41,7 +41,7 @@ from budgetdiff.formats.native.columns import (
     itl_of,
     request_ids,
 )
-from budgetdiff.formats.native.derive import SAID, client_slices, derived_for
+from budgetdiff.formats.native.derive import derived_for, with_client_slices
 from budgetdiff.formats.native.load import load
 from budgetdiff.formats.native.mapping import Mapping, known_slices, map_columns
 from budgetdiff.formats.native.names import (
@@ -116,11 +116,13 @@ def _runs(table: Table, source: str, options: ReadOptions) -> list[Run]:
         table = table.subset(~dropped)
     classes = mapping.one(CLASS, "class")
     if classes is None:
-        return [_run(table, mapping, source, None, doubts, derive)]
-    return [
-        _run(table.subset(mask), mapping, source, name, doubts, derive)
-        for name, mask in _classes(table, classes.column, source)
-    ]
+        runs = [_run(table, mapping, source, None, doubts)]
+    else:
+        runs = [
+            _run(table.subset(mask), mapping, source, name, doubts)
+            for name, mask in _classes(table, classes.column, source)
+        ]
+    return [with_client_slices(r) for r in runs] if derive else runs
 
 
 # Unused columns a harness writes a summary row's label in (`mean`, `p95`): by their names only,
@@ -222,12 +224,7 @@ def _classes(table: Table, column: str, source: str) -> list[tuple[str, np.ndarr
 
 
 def _run(
-    table: Table,
-    mapping: Mapping,
-    source: str,
-    scenario: str | None,
-    doubts: list[Doubt],
-    derive: bool = False,
+    table: Table, mapping: Mapping, source: str, scenario: str | None, doubts: list[Doubt]
 ) -> Run:
     where = source if scenario is None else f"{source} [{scenario}]"
     values = {u.column: _ms(table, u, source) for u in _latency_uses(mapping)}
@@ -242,9 +239,6 @@ def _run(
         for u in mapping.all(METRIC)
         if u.target in ("ttft", "total", "tpot")
     }
-    if derive:  # no slice column: the client's TTFT and end to end split each request
-        slices = client_slices(measured["ttft"], measured["total"])
-        notes.append(f"{where}: derived (no slice columns): {SAID}")
     meta: dict[str, str | float] = {"format": NAME, "layout": table.layout}
     output_tokens = _tokens(table, mapping, "output_tokens", source)
     checked = [(u, values[u.column]) for u in _latency_uses(mapping)]

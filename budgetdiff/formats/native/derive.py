@@ -7,12 +7,13 @@ these slices, and said in the report's notes and in `inspect`."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from budgetdiff.formats.native.mapping import Mapping
 from budgetdiff.formats.native.names import METRIC, SLICE
-from budgetdiff.table import FloatArray
+from budgetdiff.table import FloatArray, Run
 
 CLIENT_SLICES = ("first_token", "decode")
 SAID = (
@@ -41,3 +42,12 @@ def client_slices(ttft: FloatArray, total: FloatArray) -> dict[str, FloatArray]:
     with np.errstate(invalid="ignore"):
         decode = np.where(np.isnan(total - ttft), np.nan, np.maximum(total - ttft, 0.0))
     return {"first_token": ttft, "decode": decode}
+
+
+def with_client_slices(run: Run) -> Run:
+    """`run` with the slices its TTFT and end to end give, and the note that says so."""
+    assert run.ttft is not None and run.total is not None  # `derivable` holds them
+    note = f"{run.source}{f' [{run.scenario}]' if run.scenario else ''}: derived: {SAID}"
+    said = run.meta.get("note")
+    meta = {**run.meta, "note": f"{said} {note}" if isinstance(said, str) else note}
+    return replace(run, slices=client_slices(run.ttft, run.total), meta=meta)
