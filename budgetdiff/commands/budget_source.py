@@ -38,6 +38,8 @@ def held_budget(o: RunOptions, environ: Mapping[str, str]) -> Held:
     if ref is None:
         return Held(load_budget(Path(path)))
     name = o.budget_ref_name or ref
+    if o.budget_own is not None and not _has_commit(ref):
+        return Held(load_budget(Path(path)))  # asked for its own: no base to compare with
     if not _in_commit(path, ref, name):
         own = load_budget(Path(path))
         where = "this pull request" if o.budget_ref_name else "the work tree"
@@ -61,6 +63,14 @@ def held_budget(o: RunOptions, environ: Mapping[str, str]) -> Held:
         else "without --budget-ref the work tree's holds"
     )
     return Held(base, f"{said}; held to {name}'s budget ({how})")
+
+
+def _has_commit(ref: str) -> bool:
+    try:
+        sources.exists(".", ref)
+    except GitError:
+        return False
+    return True
 
 
 def _in_commit(path: str, ref: str, name: str) -> bool:

@@ -62,6 +62,7 @@ def _env(
     payload["pull_request"]["base"]["sha"] = base_sha
     payload["pull_request"]["labels"] = [{"name": name} for name in labels]
     env = make_env(tmp_path, gh, payload=payload)
+    del env["INPUT_BUDGET_FROM"]  # the Action's default: the base commit's budget
     env.update(
         {
             "INPUT_HEAD": str(head.path),
