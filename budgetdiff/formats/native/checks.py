@@ -9,6 +9,7 @@ wrong); rows no request can have are an `impossible` doubt with their count and 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
