@@ -1,5 +1,8 @@
-# Quickstart: `make demo` (set up and run the bundled example), `make test` (lint, types, tests).
-.PHONY: demo test bench golden screenshot lock clean
+# Quickstart: `make demo` (set up and run the bundled example), `make test` (lint, types, tests;
+# as root on Debian or Ubuntu it first installs Chromium, Node.js and Prometheus with apt-get, and
+# says so), `make test-fast` (the same without the browser and Prometheus tests: installs nothing
+# outside .venv).
+.PHONY: demo test test-fast bench golden screenshot lock clean
 
 demo:
 	@bash scripts/setup.sh runtime
@@ -7,6 +10,9 @@ demo:
 
 test:
 	@bash scripts/test.sh
+
+test-fast:
+	@bash scripts/test.sh --fast
 
 bench:
 	@bash scripts/setup.sh dev

@@ -26,7 +26,7 @@ from budgetdiff.commands.edge import Edge
 from budgetdiff.commands.options import ACTION_INPUTS, RunOptions, action_input, from_action
 from budgetdiff.errors import PublishError, UsageError
 from budgetdiff.evaluate.orchestrator import TREND_LINK_ENV
-from budgetdiff.github import GitHubContext, actions, fetch_results_artifact
+from budgetdiff.github import GitHubContext, actions, event, fetch_results_artifact
 from budgetdiff.github.git import DEFAULT_DEADLINE_S
 from budgetdiff.github.history_store import Store, validate_branch
 from budgetdiff.numbers import given
@@ -34,6 +34,7 @@ from budgetdiff.numbers import given
 # input name -> the env var action.yml sets for it
 INPUTS = {name: spec.env for name, spec in ACTION_INPUTS.items()}
 _input = action_input
+BUDGET_LABEL = "budgetdiff:budget"  # action.yml's default for `budget-label`
 
 
 def _inside(folder: Path, name: str, what: str) -> str:
@@ -62,10 +63,31 @@ def build(environ: Mapping[str, str]) -> tuple[RunOptions, dict[str, str]]:
             "`head: results/head.csv` (or `prometheus-url` for the deploy gate)"
         )
     context = GitHubContext.from_environ(env)
+    o = _budget_source(o, environ, context)
     results_artifact = _input(environ, "results-artifact")
     if results_artifact:
         o = _from_results_artifact(o, results_artifact, context)
     return _with_history(o, environ, context, env), env
+
+
+def _budget_source(o: RunOptions, environ: Mapping[str, str], context: GitHubContext) -> RunOptions:
+    """Issue 38: on a pull request the budget is read as it is in the base commit, so that a
+    PR cannot loosen its own gate; the PR's own budget only with `budget-from: head` or the
+    label `budget-label` names (set by a maintainer). Either way a change is a finding."""
+    frm = (_input(environ, "budget-from") or "base").lower()
+    if frm not in ("base", "head"):
+        raise UsageError(f"input `budget-from`: {frm[:40]!r}: write base or head")
+    pull = context.payload.get("pull_request") if context.event_name in event.PR_EVENTS else None
+    base = pull.get("base") if isinstance(pull, dict) else None
+    sha = base.get("sha") if isinstance(base, dict) else None
+    if not isinstance(sha, str) or not sha:
+        return o  # a push, a schedule, a workflow_run: the work tree is the trusted side
+    label = environ.get(INPUTS["budget-label"], BUDGET_LABEL).strip()  # set but empty: off
+    labelled = event.acceptance(context.payload, label) if label else None
+    own = "budget-from: head" if frm == "head" else None
+    if own is None and labelled is not None:
+        own = f"the label {labelled.label} by {labelled.by}"
+    return replace(o, budget_ref=sha, budget_ref_name="the base commit", budget_own=own)
 
 
 def _live_inputs(environ: Mapping[str, str]) -> None:

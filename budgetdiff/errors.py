@@ -104,17 +104,31 @@ def _bug_line(exc: BaseException, whose: str) -> str:
     import traceback  # a bug's line only: every run imports this module
 
     frames = traceback.extract_tb(exc.__traceback__)
-    ours = [f for f in frames if "budgetdiff" in f.filename.replace("\\", "/").split("/")[:-1]]
-    where = ours[-1] if ours else (frames[-1] if frames else None)
+    ours = [(f, name) for f in frames if (name := _in_package(f.filename)) is not None]
     at = ""
-    if where is not None:
-        parts = where.filename.replace("\\", "/").split("/")
-        name = "/".join(parts[parts.index("budgetdiff") :]) if "budgetdiff" in parts else parts[-1]
-        at = f" at {name}:{where.lineno}"
+    if ours:  # the innermost frame of budgetdiff's own code
+        at = f" at {ours[-1][1]}:{ours[-1][0].lineno}"
+    elif frames:  # none of ours: the file's name alone, no path of the user's machine
+        last = frames[-1]
+        at = f" at {last.filename.replace(chr(92), '/').rsplit('/', 1)[-1]}:{last.lineno}"
     return redact(
         f"a bug in budgetdiff, {whose} ({type(exc).__name__}{at}: {exc}); please "
         f"report it with this line and the command at {BUG_REPORT_URL}"
     )
+
+
+def _in_package(filename: str) -> str | None:
+    """`budgetdiff/formats/registry.py` for a file of the installed package (the folder this
+    module is in), else None: a clone in a folder named `budgetdiff` holds its tests under
+    `budgetdiff/tests/`, which are not the tool's code."""
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parent
+    try:
+        inside = Path(filename).resolve().relative_to(package)
+    except (ValueError, OSError):
+        return None
+    return "/".join((package.name, *inside.parts))
 
 
 # `Bearer <token>` and `Basic <base64 of user:password>` as an Authorization header writes them

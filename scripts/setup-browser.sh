@@ -9,6 +9,7 @@ apt_install() {
     echo "setup-browser: install $* (e.g. apt-get install $*); the browser tests need it" >&2
     return 0
   fi
+  echo "setup-browser: installing $* with apt-get (as root)" >&2
   [ -n "${APT_UPDATED:-}" ] || { apt-get update -qq; APT_UPDATED=1; }
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }

@@ -10,5 +10,6 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   echo "setup-prometheus: install prometheus (e.g. apt-get install prometheus); the live-Prometheus tests need it" >&2
   exit 0
 fi
+echo "setup-prometheus: installing prometheus with apt-get (as root)" >&2
 [ -n "${APT_UPDATED:-}" ] || apt-get update -qq
 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null

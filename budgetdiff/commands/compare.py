@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from budgetdiff.budget.file import load_budget
+from budgetdiff.commands.budget_source import held_budget
 from budgetdiff.commands.edge import Edge
 from budgetdiff.commands.options import RunOptions
 from budgetdiff.commands.output import finish, write_atomic
@@ -24,11 +24,12 @@ def run(o: RunOptions, edge: Edge) -> int:
 
 def request(o: RunOptions, edge: Edge, *, compare: bool) -> Request:
     """The Request of a compare (with its base) or a check (without)."""
-    budget = load_budget(Path(o.budget))
+    held = held_budget(o, edge.environ)  # the base commit's, in a pull request's Action run
     head, base = _sides(o, edge, compare=compare)
     return Request(
         head=head,
-        budget=budget,
+        budget=held.budget,
+        budget_change=held.change,
         base=base,
         fail_on=o.fail_on,
         report_id=o.id,

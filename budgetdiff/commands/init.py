@@ -29,7 +29,13 @@ def run(o: InitOptions, edge: Edge) -> int:
     root = Path(o.dir)
     if root.exists() and not root.is_dir():
         raise UsageError(f"init: {plain(o.dir, None)} is a file; give a folder (default: .)")
-    plan = {root / name: source for name, source in PLANNED.items()}
+    fitted = None
+    if o.head is not None:  # issue 38: a budget that fits the user's own file, no example pair
+        from budgetdiff.commands.init_fit import fitted_budget  # reads and evaluates a table
+
+        fitted = fitted_budget(o.head, edge.environ).encode("utf-8")
+    planned = {k: v for k, v in PLANNED.items() if fitted is None or EXAMPLE_DIR not in k}
+    plan = {root / name: source for name, source in planned.items()}
     there = [path for path in plan if path.exists() or path.is_symlink()]
     if there and not o.force:
         names = ", ".join(plain(str(p), None) for p in there)
@@ -46,10 +52,21 @@ def run(o: InitOptions, edge: Edge) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_symlink():
             path.unlink()  # --force replaces the link itself, never the file it points at
-        path.write_bytes((files("budgetdiff") / folder / name).read_bytes())
+        own = fitted if fitted is not None and name == "budget.yml" else None
+        path.write_bytes(own or (files("budgetdiff") / folder / name).read_bytes())
         edge.out.write(f"wrote {plain(str(path), None)}\n")
-    edge.out.write(_next_steps(root))
+    edge.out.write(_next_steps(root) if o.head is None else _fitted_steps(root, o.head))
     return 0
+
+
+def _fitted_steps(root: Path, head: str) -> str:
+    at = "" if root == Path(".") else f"cd {plain(str(root), None)}\n  "
+    return (
+        "\nNext:\n"
+        f"  {at}budgetdiff check --head {plain(head, None)} --budget budget.yml\n"
+        "    (budget.yml fits that file: the check passes; tighten the targets to your SLO)\n"
+        "  Put your benchmark in place of ./bench/run.sh in .github/workflows/latency.yml.\n"
+    )
 
 
 def _next_steps(root: Path) -> str:

@@ -101,6 +101,10 @@ def describe(run: Run) -> str:
         lines.append(f"read as: {', '.join(run.available()) or 'nothing'}")
     failed = int(run.n - run.succeeded.sum())
     lines.append(f"rows: {numbers.count(run.n)} · failed: {numbers.count(failed)}")
+    if not run.slices and run.ttft is not None and run.total is not None and run.per_request:
+        from budgetdiff.formats.native.derive import SAID
+
+        lines.append(f"derived: {SAID}, for a budget that names first_token or decode")
     if run.per_request and arrays:
         shown = list(arrays.items())
         table = [

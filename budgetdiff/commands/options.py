@@ -86,6 +86,11 @@ class RunOptions:
 
     head: tuple[str, ...] = ()
     budget: str = "budget.yml"
+    # issue 38: the budget as it is in this git commit holds the run (the Action: the PR's
+    # base), and a work tree budget that differs is the `budget_change` finding
+    budget_ref: str | None = None
+    budget_ref_name: str | None = None  # how the finding names the commit (the Action's words)
+    budget_own: str | None = None  # why the work tree's (the PR's own) budget holds instead
     base: tuple[str, ...] = ()
     allow_missing_base: bool = False
     history: str | None = None  # JSON Lines of earlier reports
@@ -156,6 +161,8 @@ ACTION_INPUTS: Mapping[str, ActionInput] = {
     "head": ActionInput("INPUT_HEAD", "head", lambda v, _: lines(v)),
     "base": ActionInput("INPUT_BASE", "base", lambda v, _: lines(v)),
     "budget": ActionInput("INPUT_BUDGET", "budget"),
+    "budget-from": ActionInput("INPUT_BUDGET_FROM", None),
+    "budget-label": ActionInput("INPUT_BUDGET_LABEL", None, empty_is_a_value=True),
     "format": ActionInput("INPUT_FORMAT", "format"),
     "fail-on": ActionInput("INPUT_FAIL_ON", "fail_on", fail_on),
     "comment": ActionInput("INPUT_COMMENT", "comment", comment_mode),
@@ -252,6 +259,7 @@ class InspectOptions:
 class InitOptions:
     dir: str = "."
     force: bool = False
+    head: str | None = None  # issue 38: a results file the written budget fits
 
 
 @dataclass(frozen=True)

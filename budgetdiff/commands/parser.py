@@ -202,6 +202,12 @@ def _head_arguments(p: argparse.ArgumentParser, *, required: bool = True) -> Non
 def _live_arguments(p: argparse.ArgumentParser) -> None:
     """compare and check: --head FILE, or the sides from a live Prometheus (issue 27)."""
     _head_arguments(p, required=False)
+    p.add_argument(
+        "--budget-ref",
+        metavar="REF",
+        help="read --budget as it is in git commit REF (a PR's base: the PR cannot loosen its "
+        "own budget); a work tree budget that differs is the budget_change finding",
+    )
     g = p.add_argument_group("a live Prometheus instead of files (docs/deploy-gate.md)")
     g.add_argument("--prometheus", metavar="URL", help="read the sides from this server")
     g.add_argument("--base-match", metavar="{L=V}", help='base series, e.g. {version="stable"}')
@@ -287,6 +293,12 @@ def _history_arguments(p: argparse.ArgumentParser) -> None:
 def _init_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", nargs="?", default=".", metavar="DIR", help="where (default: .)")
     p.add_argument("--force", action="store_true", help="overwrite files that are there")
+    p.add_argument(
+        "--head",
+        metavar="FILE",
+        help="write a budget that fits this results file (its SLO a little above its p95s, "
+        "its own slices), and no example pair",
+    )
 
 
 def _whatif_arguments(p: argparse.ArgumentParser) -> None:

@@ -50,7 +50,8 @@ def run(o: RunOptions, edge: Edge) -> int:
     if o.write:
         write_budget(Path(o.budget), proposal.allocation)
         edge.out.write(f"wrote {o.budget}\n")
-    return 1 if read.fails else 0
+    # like whatif: an allocation that cannot hold the SLO is a failed check (exit 1)
+    return 1 if read.fails or not proposal.fits else 0
 
 
 def proposal_text(c: Comparison, budget: Budget, width: int | None = None) -> str:

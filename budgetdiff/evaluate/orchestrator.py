@@ -117,6 +117,7 @@ class Request:
     accept_label: str = ""
     pair: bool | None = None  # --pair / --no-pair: force pairing by request id, or never
     environ: Mapping[str, str] = field(default_factory=dict)
+    budget_change: str | None = None  # what a pull request changed in its budget (issue 38)
     github: GitHubContext | None = None
 
 
@@ -156,6 +157,7 @@ def run(request: Request) -> Evaluation:
         accepted=_accepted(request),
         history=load_history(request.history, request.environ),
         pair=request.pair,
+        budget_change=request.budget_change,
     )
     return Evaluation(report, base_runs, head.runs, budget)
 
@@ -351,6 +353,7 @@ def evaluate(
     accepted: Acceptance | None = None,
     history: Loaded | None = None,
     pair: bool | None = None,
+    budget_change: str | None = None,
 ) -> Report:
     """Pair the scenarios, compare and judge each: the Report every renderer reads. `base` None
     is a check of head alone, unless `no_base` says why a compare has no base. `pair`: pair
@@ -374,6 +377,7 @@ def evaluate(
             same_input=same_input,
             accepted=accepted,
             history=trends,
+            budget_change=budget_change if not scenarios else None,  # said once, first
         )
         scenarios.append(Scenario(c, tuple(findings), verdict, trends))
     mode = "compare" if base is not None or no_base is not None else "check"
@@ -427,12 +431,19 @@ def compare_pair(pair: Pair, budget: Budget, by_id: bool | None = None) -> Compa
             return rows.compare(None, prepare(h, budget), budget)
         m = pairing.match(b, h, by_id)
         base, head, alike = prepare_alike(m.base, m.head, budget)  # one end-to-end definition
+        base, head = counted(base, b), counted(head, h)  # failures: of every row (issue 38)
         return rows.compare(base, head, budget, pair=m.paired, notes=(*m.notes, *alike))
 
     def side(r: Run) -> Run | Prepared:
         return prepare(r, budget) if r.per_request else r
 
     return compare_aggregate(side(b) if b is not None else None, side(h), budget)
+
+
+def counted(prep: Prepared, run: Run) -> Prepared:
+    """`prep` (of the requests pairing kept) with the request and failure counts of every row
+    of `run`: a failure is counted whatever the pairing left out (issue 38)."""
+    return replace(prep, requests=run.n, failed=int(run.n - run.succeeded.sum()))
 
 
 def _trends(history: Loaded | None, c: Comparison, budget: Budget) -> History | None:

@@ -71,11 +71,14 @@ def judge(
     accepted: Acceptance | None = None,
     history: History | None = None,
     doubts: Sequence[Doubt] = (),
+    budget_change: str | None = None,
 ) -> tuple[list[Finding], Verdict]:
     """Findings for one scenario, and its verdict (pass, warn or fail). With `accepted`, a
     regression that would fail is kept, marked accepted, and fails no more (verdict warn)."""
     fail = set(fail_on)
     raw: list[_Raw] = []
+    if budget_change is not None:  # first: which budget the rest is held to (issue 38)
+        raw.append(_Raw(Kind.BUDGET_CHANGE, "budget", budget_change, None))
     if no_base is not None:
         raw.append(_Raw(Kind.NO_BASE, "base", no_base))
     if same_input is not None:  # compared with itself: there is no base to speak of
@@ -489,14 +492,21 @@ def _regression(cause: Row, moved: list[Row], budget: Budget, message: str) -> _
 
 
 def _regression_message(r: Row, p: str) -> str:
+    """`p95 decode regressed +1,099 ms of the p95 end to end (its own p95 +1,135 ms, ...)`: a
+    slice leads with its part of the end to end's change, the number the heading and the
+    slice table give it (one number per cause); its own percentile's change is beside it."""
     ci = ""
     if r.ci_ms is not None and r.base_ms:
         lo, hi = (100 * v / r.base_ms for v in r.ci_ms)
         ci = " " + interval(lo, hi, unit="%")
-    return (
-        f"{p} {r.label} regressed {signed_ms(r.delta_ms)} ({pct(r.delta_pct, signed=True)}"
-        f"{ci}): {ms(r.base_ms)} -> {ms(r.head_ms)}"
-    )
+    change = f"{pct(r.delta_pct, signed=True)}{ci}"
+    moved = f"{ms(r.base_ms)} -> {ms(r.head_ms)}"
+    if r.kind == "slice" and r.tail_change_ms is not None:
+        return (
+            f"{p} {r.label} regressed {signed_ms(r.tail_change_ms)} of the {p} end to end "
+            f"(its own {p} {signed_ms(r.delta_ms)}, {change}: {moved})"
+        )
+    return f"{p} {r.label} regressed {signed_ms(r.delta_ms)} ({change}): {moved}"
 
 
 def _failure_rate(c: Comparison, confidence: float) -> _Raw:

@@ -63,11 +63,11 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
         if pair:
             raise UsageError(f"--pair: no {unit.value} id of {head.source} is in {base.source}")
         return Match(base, head, False)
-    agree, said = _agreement(base, head, ib, ih)
+    agree, said, differ = _agreement(base, head, ib, ih)
     if pair:
         agreed = f"; their {_what(said)} agree on {numbers.pct(100 * float(agree.mean()))}"
         note = f"paired by {unit.value} id (--pair){agreed if said else ''}"
-        return _paired(base, head, ib, ih, [note], unit)
+        return _paired(base, head, ib, ih, [note], unit, len(ib))
     if not said:
         if len(ib) < OVERLAP * min(base.n, head.n):
             return Match(base, head, False, (_few_in_both(len(ib), base, head, unit),))
@@ -75,7 +75,7 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
             f"paired by {unit.value} id alone: neither table has token counts or a prompt hash "
             f"to show the {unit.plural} asked the same; --no-pair if they did not"
         )
-        return _paired(base, head, ib, ih, [note], unit)
+        return _paired(base, head, ib, ih, [note], unit, len(ib))
     share = float(agree.mean())
     if share < AGREE:
         return Match(
@@ -94,25 +94,34 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
     if kept < OVERLAP * min(base.n, head.n):
         return Match(base, head, False, (_few_in_both(kept, base, head, unit),))
     notes = [f"the {unit.plural} paired by id agree on their {_what(said)}"]
-    if kept < len(ib):
-        notes.append(
-            f"{numbers.count(len(ib) - kept)} {unit.value}(s) in both disagree on their "
-            f"{_what(said)}: left out of the comparison"
-        )
-    return _paired(base, head, ib[agree], ih[agree], notes, unit)
+    if kept < len(ib):  # one note: how many agree, and on what the others differ
+        notes = [
+            f"{numbers.count(kept)} of the {numbers.count(len(ib))} {unit.plural} in both "
+            f"agree on their {_what(said)}: compared on the {numbers.count(kept)} that agree, "
+            f"paired; {numbers.count(len(ib) - kept)} disagree on their {_what(differ)} "
+            "and are left out"
+        ]
+    return _paired(base, head, ib[agree], ih[agree], notes, unit, len(ib))
 
 
 def _paired(
-    base: Run, head: Run, ib: np.ndarray, ih: np.ndarray, notes: list[str], unit: Unit
+    base: Run,
+    head: Run,
+    ib: np.ndarray,
+    ih: np.ndarray,
+    notes: list[str],
+    unit: Unit,
+    common: int,
 ) -> Match:
-    """Both runs cut to the paired requests (each in its own order), and said so when that
-    leaves some out."""
+    """Both runs cut to the paired requests (each in its own order), and said so when some ids
+    are in one run only (those left out for disagreeing are said by `match`)."""
     if len(ib) == base.n == head.n:
         return Match(base, head, True, tuple(notes))
-    notes.append(
-        f"head ran {numbers.count(head.n)} {unit.plural} and base {numbers.count(base.n)}: "
-        f"compared on the {numbers.count(len(ib))} both ran, the others are left out"
-    )
+    if common < max(base.n, head.n):
+        notes.append(
+            f"head ran {numbers.count(head.n)} {unit.plural} and base {numbers.count(base.n)}: "
+            f"compared on the {numbers.count(common)} both ran, the others are left out"
+        )
     return Match(_rows(base, np.sort(ib)), _rows(head, np.sort(ih)), True, tuple(notes))
 
 
@@ -142,20 +151,26 @@ def _both(base: Run, head: Run, name: str) -> bool:
 
 def _agreement(
     base: Run, head: Run, ib: np.ndarray, ih: np.ndarray
-) -> tuple[np.ndarray, list[str]]:
-    """Per request in both: do they agree on what they asked, where both tables say it; and
-    what was compared (a column both have, with a value on both sides for some request)."""
+) -> tuple[np.ndarray, list[str], list[str]]:
+    """Per request in both: do they agree on what they asked, where both tables say it; what
+    was compared (a column both have, with a value on both sides for some request); and what
+    some of them differ on."""
     agree = np.ones(len(ib), dtype=bool)
-    said = []
+    said: list[str] = []
+    differ: list[str] = []
     for name, words in _EVIDENCE:
         if not _both(base, head, name):
             continue
         x, y = getattr(base, name)[ib], getattr(head, name)[ih]
         text = name == "prompt_hash"
         known = (x != "") & (y != "") if text else np.isfinite(x) & np.isfinite(y)
-        agree &= ~known | (x == y)
+        if name == "output_tokens":  # a failed request's count is what it got, not what it asked
+            known &= base.succeeded[ib] & head.succeeded[ih]
+        same = ~known | (x == y)
+        agree &= same
         said += [words] if known.any() else []
-    return agree, said
+        differ += [] if same.all() else [words]
+    return agree, said, differ
 
 
 def _what(said: list[str]) -> str:

@@ -18,6 +18,10 @@ from budgetdiff.table import UNATTRIBUTED
 # `unattributed` joins a proposal when its measured value or tail contribution would round to at
 # least 1 ms; less is rounding noise.
 _UNATTRIBUTED_MIN_MS = 0.5
+# How the target is split, said with it: a slice's budget is not its own percentile
+SHARE_RULE = (
+    "split among the slices in proportion to their parts of the {p} end to end (not their own {p}s)"
+)
 # Feasibility: warn when the per-token decode time the SLO leaves is this far below measured.
 _FAR_BELOW = 0.8
 
@@ -163,7 +167,8 @@ def _total_target(budget: Budget, *, total_ms: float, end_to_end: str) -> _Targe
     headroom = setting_pct(budget.headroom)
     target = slo * (1 - budget.headroom)
     headline = (
-        f"target {budget_ms(target)} ms = total SLO {budget_ms(slo)} ms x (1 - {headroom} headroom)"
+        f"target {budget_ms(target)} ms = total SLO {budget_ms(slo)} ms x (1 - {headroom} "
+        f"headroom), {SHARE_RULE.format(p=percentile(budget.percentile))}"
     )
     if target < total_ms <= slo:
         low = (

@@ -50,6 +50,7 @@ class Kind(Word):
     UNMEASURED = "unmeasured"
     DRIFT = "drift"
     AGENT_STEPS = "agent_steps"  # tasks take more steps than budgeted or than the base
+    BUDGET_CHANGE = "budget_change"  # the pull request changes its budget (issue 38)
 
 
 class Verdict(Word):
@@ -262,6 +263,24 @@ class Summary:
     # the ms of the percentile in no slice, when that is a finding (named, not a slice)
     missing_ms: float | None = None
     unit: Unit = Unit.REQUEST  # what a kind's words count (`some tasks failed`)
+
+    def __repr__(self) -> str:
+        """One short line, the rows by name: `Summary(verdict=fail, at_risk=total,
+        regressed=(decode,), ...)` (the rows themselves are in the Comparison)."""
+
+        def rows(of: tuple[Row, ...]) -> str:
+            return "(" + "".join(f"{r.name}," for r in of) + ")"
+
+        said = {
+            "verdict": self.verdict.value,
+            "at_risk": self.at_risk.name if self.at_risk is not None else None,
+            "regressed": rows(self.regressed),
+            "over_budget": rows(self.over_budget),
+            "regressed_slo": rows(self.regressed_slo),
+            "also": "(" + "".join(f"{k.value}," for k in self.also) + ")",
+            "no_base": self.no_base,
+        }
+        return "Summary(" + ", ".join(f"{k}={v}" for k, v in said.items()) + ")"
 
     @property
     def owners(self) -> tuple[Row, ...]:

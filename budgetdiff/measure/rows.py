@@ -580,7 +580,7 @@ def _pairing_notes(
     notes = []
     if pairs is not None:
         n = numbers.count(len(pairs[0]))
-        notes.append(f"paired by {unit.value} id: {n} {unit.plural} ran in both")
+        notes.append(f"paired by {unit.value} id: {n} {unit.plural} succeeded in both")
     if method is not None:
         notes.append(
             f"the change of the {numbers.percentile(p)} end to end is split into the slices "

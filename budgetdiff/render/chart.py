@@ -1,5 +1,6 @@
 """The budget as a picture: a Mermaid gantt chart of each slice's part of the total's percentile,
-laid end to end for the budget, base and head, against the SLO (GitHub draws it in a comment).
+laid end to end for the budget, base and head, against the SLO (GitHub draws it in a comment);
+its title says that the bars are those parts, not the slices' own percentiles.
 
 Every name from the data goes through `label`: Mermaid has no escape for a gantt task's text,
 so anything outside a small safe set of characters is replaced, and a name that would read as
@@ -50,7 +51,10 @@ def budget_chart(c: Comparison) -> list[str] | None:
     lines = [
         "```mermaid",
         "gantt",
-        f"    title {p} end to end, slice by slice, against the {num(slo)} ms SLO",
+        # what the bars are: each slice's part of the total's percentile (they add up to it),
+        # not the slice's own percentile that the table beside it gives
+        f"    title Parts of the {p} end to end, one per slice (not the slices' own {p}), "
+        f"against the {num(slo)} ms SLO",
         "    dateFormat x",
         "    axisFormat %s.%L s",
         "    section SLO",

@@ -163,7 +163,7 @@ def _scenario(s: Scenario, report: Report, *, details: bool, all_slices: bool) -
             lines += ["", f"<sub>{cells.budget_meaning(c)}</sub>"]
     lines += markdown_section(c)
     lines += history_section(s)
-    others = [f for f in s.findings if f.kind != Kind.REGRESSION]
+    others = [f for f in s.findings if f.kind not in _FIRST]
     if others:
         lines += [""] + [_bullet(f, c.unit) for f in others]
     if details:
@@ -253,9 +253,15 @@ def _bullet(f: Finding, unit: Unit = Unit.REQUEST) -> str:
     return f"- {icon} **{kind}**: {md(f.message, 400)}"
 
 
+# The bullets under the heading: which budget holds the run when the PR changed it (issue 38),
+# then one per cause; the other findings follow the tables
+_FIRST = (Kind.BUDGET_CHANGE, Kind.REGRESSION)
+
+
 def _causes(s: Scenario) -> list[str]:
-    """One bullet per cause (a regressed slice, with the SLO rows it moved)."""
-    return [_bullet(f) for f in s.findings if f.kind == Kind.REGRESSION]
+    """The budget change, then one bullet per cause (a regressed slice, with the SLO rows it
+    moved)."""
+    return [_bullet(f) for kind in _FIRST for f in s.findings if f.kind == kind]
 
 
 def _accepted(report: Report) -> list[str]:

@@ -31,6 +31,7 @@ class Cdf:
 
 
 def render_page(title: str, percentile: float, history: History | None, cdfs: list[Cdf]) -> str:
+    """The page: `title` (who made it, which report) followed by what its charts show."""
     p = numbers.percentile(percentile)
     trends = []
     for t in history.trends if history is not None else ():
@@ -51,6 +52,7 @@ def render_page(title: str, percentile: float, history: History | None, cdfs: li
         "trends": trends,
         "cdfs": [{"title": f"{c.label}: base vs head", **_cdf(c)} for c in cdfs],
     }
+    heading = f"{title}: {_shown(p, trends, len(cdfs), history)}"
     payload = json.dumps(data, allow_nan=False)
     for ch, esc in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e")):
         payload = payload.replace(ch, esc)
@@ -58,13 +60,26 @@ def render_page(title: str, percentile: float, history: History | None, cdfs: li
     script = (vendor / "uPlot.iife.min.js").read_text(encoding="utf-8")
     style = (vendor / "uPlot.min.css").read_text(encoding="utf-8")
     return _PAGE.format(
-        title=html.escape(title),
+        title=html.escape(heading),
         style=style,
         uplot=script,
         data=payload,
         code=_CODE,
         catch=_CATCH,
     )
+
+
+def _shown(p: str, trends: list[dict[str, Any]], cdfs: int, history: History | None) -> str:
+    """What the charts draw, in words (the page's title and heading)."""
+    parts = []
+    if trends:
+        runs = max(len(t["values"]) for t in trends)
+        parts.append(f"{p} of each SLO metric and slice over the last {runs} run(s)")
+    if cdfs:
+        parts.append("this run's base vs head distributions")
+    if not parts:
+        return "no history and no per-request data to draw" if history is None else "no trend"
+    return ", and ".join(parts)
 
 
 def _cdf(c: Cdf) -> dict[str, Any]:
@@ -112,7 +127,7 @@ _CODE = r"""
         columns.push(x.map(function () { return t.target; }));
       }
       new uPlot({
-        title: "", width: width, height: 220, series: series,
+        title: "", width: width, height: 220, series: series, legend: {live: false},
         scales: {x: {time: false}},
         axes: [{values: function (u, ticks) {
                   return ticks.map(function (v) { return t.labels[v - 1] || ""; }); }},
@@ -124,7 +139,7 @@ _CODE = r"""
   data.cdfs.forEach(function (c) {
     try {
       new uPlot({
-        title: "", width: width, height: 220,
+        title: "", width: width, height: 220, legend: {live: false},
         scales: {x: {time: false}, y: {range: [0, 1]}},
         series: [{label: "ms"}, {label: "base", stroke: "#6e7781", width: 2},
                  {label: "head", stroke: "#1f6feb", width: 2}],

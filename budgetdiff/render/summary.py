@@ -28,7 +28,14 @@ KIND_WORDS = {
     Kind.INFEASIBLE: "SLO not reachable",
     Kind.UNMEASURED: "a target not measured",
     Kind.SCENARIO_MISSING: "a scenario not run",
+    Kind.BUDGET_CHANGE: "budget change",
 }
+
+
+# Kinds said beside a cause, not as one: a failed request is left out of every percentile, so
+# failures never cause a breach or a slice over its budget (they are a finding of their own)
+# (nor is a change of the budget: it changes the target, not the latency)
+_NOT_A_CAUSE = frozenset({Kind.FAILURES, Kind.FAILURE_RATE, Kind.BUDGET_CHANGE})
 
 
 def kind_words(kind: Kind, unit: Unit = Unit.REQUEST) -> str:
@@ -70,7 +77,10 @@ def _at_risk(row: Row | None, p: str, say: Escape, workloads: bool) -> str:
 
 
 def cause(h: Summary, say: Escape) -> str:
-    """Why, in words: the slices that regressed or went over budget, or the findings' kinds."""
+    """Why, in words: the slices that regressed or went over budget, or the findings' kinds.
+    A regressed slice is said with its part of the end to end's change, the one number the
+    finding and the slice table give it too; failures found beside a cause are said as `also`,
+    not as a cause."""
     if h.verdict == Verdict.PASS:
         return "no regression, every SLO holds" if h.compared else "every SLO holds"
     parts = [KIND_WORDS[Kind.NO_BASE]] if h.no_base else []
@@ -79,13 +89,27 @@ def cause(h: Summary, say: Escape) -> str:
     if h.missing_ms is not None:
         parts.append(f"{ms(h.missing_ms)} of it in no slice")
     if h.regressed:
-        parts.append(f"{names(h.regressed, say)} regressed")
+        parts.append(f"{names(h.regressed, say)} regressed{_parts_of_change(h.regressed)}")
     if h.over_budget:
         parts.append(f"{names(h.over_budget, say)} over budget")
     if not h.regressed and not h.over_budget and h.regressed_slo:
         parts.append(f"{', '.join(say(r.label) for r in h.regressed_slo)} regressed")
-    parts += [kind_words(k, h.unit) for k in h.also]
-    return ", ".join(parts)
+    parts += [kind_words(k, h.unit) for k in h.also if k not in _NOT_A_CAUSE]
+    aside = [kind_words(k, h.unit) for k in h.also if k in _NOT_A_CAUSE]
+    if parts and aside:  # failed requests are not in the percentiles: never their cause
+        return f"{', '.join(parts)} (also: {', '.join(aside)})"
+    return ", ".join(parts + aside)
+
+
+def _parts_of_change(rows: tuple[Row, ...]) -> str:
+    """` (+1,099 ms of the end to end's change)`: each regressed slice's part of it, where the
+    change was split into the slices (`Row.tail_change_ms`); nothing where it was not."""
+    shown = rows if len(rows) <= 3 else rows[:2]
+    if any(r.tail_change_ms is None for r in shown):
+        return ""
+    amounts = [signed_ms(r.tail_change_ms) for r in shown]
+    said = amounts[0] if len(amounts) == 1 else ", ".join(amounts[:-1]) + " and " + amounts[-1]
+    return f" ({said} of the end to end's change)"
 
 
 def names(rows: tuple[Row, ...], say: Escape) -> str:

@@ -52,7 +52,8 @@ def _scenario(s: Scenario, width: int | None, *, several: bool) -> list[str]:
             out += prose(line, width, indent="  ", hang="   ")
     if c.rebudget is not None:
         alloc = ", ".join(f"{plain(k)} {budget_ms(v)}" for k, v in c.rebudget.allocation.items())
-        out += ["", *prose(f"re-budget ({ms(c.rebudget.target_ms)}): {alloc}", width)]
+        rule = f"each slice's part of the {percentile(c.percentile)} end to end, in proportion"
+        out += ["", *prose(f"re-budget ({ms(c.rebudget.target_ms)}, {rule}): {alloc}", width)]
         for m in c.rebudget.lines:  # the target is said above
             out += prose(plain(m, 400), width, indent="  ")
     out += _attainment(c, width)

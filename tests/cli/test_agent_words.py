@@ -68,7 +68,7 @@ def test_every_agent_rendering_counts_tasks(
     assert not REQUEST.findall(out), [line for line in out.splitlines() if REQUEST.search(line)]
     sep = " (0 failed), " if output == "table" else " · "
     assert f"base {count(tasks)} tasks{sep}head {count(tasks)} tasks" in out
-    assert f"paired by task id: {count(tasks)} tasks ran in both" in out
+    assert f"paired by task id: {count(tasks)} tasks succeeded in both" in out
 
 
 def test_the_json_reports_words_say_tasks_and_its_keys_stay(

@@ -46,7 +46,8 @@ def test_tail_regression_is_found_in_all_three_outputs(
     assert "regression" not in " ".join(ln for ln in table.splitlines() if ln.startswith("prefill"))
     markdown = md_file.read_text()
     heading = markdown.splitlines()[0]  # the answer in words: which SLO, which slice
-    assert heading.startswith("### ❌ End to end p95 +") and heading.endswith("decode regressed")
+    assert heading.startswith("### ❌ End to end p95 +")
+    assert heading.endswith("decode regressed") or "decode regressed (+" in heading
     code, _, _ = run([*args, "--fail-on", "never"], capsys)
     assert code == 0
 

@@ -105,6 +105,7 @@ def via_action(case: Case, env: dict[str, str], capsys: pytest.CaptureFixture[st
         "INPUT_ALLOW_MISSING_BASE": str(case.allow_missing_base).lower(),
         "INPUT_BASE_ARTIFACT": case.base_artifact or "",
         "INPUT_HISTORY_BRANCH": "",
+        "INPUT_BUDGET_FROM": "head",  # as the CLI: the payload's base commit is not checked out
     }
     code = action.main({**env, **inputs})
     _, err = capsys.readouterr()

@@ -660,6 +660,9 @@ def make_env(
         "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
         "GITHUB_SHA": "c" * 40,
         "RUNNER_TEMP": str(runner_temp),
+        # the payload's base commit is not in this checkout: the work tree's budget holds
+        # (tests/github/test_budget_source.py holds a PR to its base commit's budget)
+        "INPUT_BUDGET_FROM": "head",
     }
     env.update(extra)
     return env

@@ -37,7 +37,9 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("edge", ("commands", "cli", "action", "api", "testing", "__main__", "")),
 )  # fmt: skip
 # the native reader's stages, in the order a table crosses them (formats/native/__init__.py)
-NATIVE = ("names", "tables", "sniff", "load", "mapping", "columns", "times", "checks", "build")
+NATIVE = (
+    "names", "tables", "sniff", "load", "mapping", "columns", "times", "checks", "derive", "build"
+)  # fmt: skip
 MAX_ROOT_MODULES = 10
 RANK = {name: i for i, (_, names) in enumerate(STAGES) for name in names}
 MAX_FUNCTION_LINES = 60

@@ -89,7 +89,10 @@ def test_the_slack_follows_the_parts() -> None:
         "decode": 4500,
         "app": 150,
     }
-    assert prop.headline == "target 5,400 ms = total SLO 6,000 ms x (1 - 10% headroom)"
+    assert prop.headline == (
+        "target 5,400 ms = total SLO 6,000 ms x (1 - 10% headroom), split among the slices in "
+        "proportion to their parts of the p95 end to end (not their own p95s)"
+    )
     assert prop.messages == (prop.headline, *prop.lines)  # the JSON report's list
 
 

@@ -81,7 +81,9 @@ def test_the_cause_is_the_regressed_slices_largest_part_first() -> None:
     assert s.owners == s.regressed
     assert s.also == ()  # a slice regressed: no other kind is named
     assert sentence(s, 95.0, verbatim) == (
-        "decode, queue and app regressed, prefill over budget"  # no SLO row: no SLO part
+        # no SLO row: no SLO part; each regressed slice with its part of the total's change
+        "decode, queue and app regressed (+300 ms, +20.0 ms and +1.00 ms of the end to end's "
+        "change), prefill over budget"
     )
 
 
@@ -93,7 +95,8 @@ def test_without_a_regressed_slice_other_kinds_are_named_once_up_to_three() -> N
     assert s.no_base and s.regressed == () and s.at_risk is None
     assert s.also == (Kind.UNMEASURED, Kind.FAILURES, Kind.INFEASIBLE)
     assert sentence(s, 95.0, verbatim) == (
-        "no base results, a target not measured, some requests failed, SLO not reachable"
+        # failures beside the others, never as one of the causes (issue 38)
+        "no base results, a target not measured, SLO not reachable (also: some requests failed)"
     )
 
 

@@ -31,6 +31,7 @@ from budgetdiff.formats.native.checks import (
     start_unit,
     summary_rows,
     unit_doubts,
+    unit_fix,
 )
 from budgetdiff.formats.native.columns import (
     as_float,
@@ -40,6 +41,7 @@ from budgetdiff.formats.native.columns import (
     itl_of,
     request_ids,
 )
+from budgetdiff.formats.native.derive import derived_for, with_client_slices
 from budgetdiff.formats.native.load import load
 from budgetdiff.formats.native.mapping import Mapping, known_slices, map_columns
 from budgetdiff.formats.native.names import (
@@ -87,6 +89,7 @@ def _runs(table: Table, source: str, options: ReadOptions) -> list[Run]:
         )
     mapping = _typed_units(map_columns(table.columns, options, source), table)
     _require(mapping, table, source, options)
+    derive = derived_for(mapping, options.slices)
     doubts: list[Doubt] = []
     latencies = {u.column: _ms(table, u, source) for u in _latency_uses(mapping)}
     leftmost = table.columns[0] if table.columns else ""
@@ -113,11 +116,14 @@ def _runs(table: Table, source: str, options: ReadOptions) -> list[Run]:
         table = table.subset(~dropped)
     classes = mapping.one(CLASS, "class")
     if classes is None:  # the columns as read above, when no summary row was left out
-        return [_run(table, mapping, source, None, doubts, None if dropped.any() else latencies)]
-    return [
-        _run(table.subset(mask), mapping, source, name, doubts)
-        for name, mask in _classes(table, classes.column, source)
-    ]
+        latest = None if dropped.any() else latencies
+        runs = [_run(table, mapping, source, None, doubts, latest)]
+    else:
+        runs = [
+            _run(table.subset(mask), mapping, source, name, doubts)
+            for name, mask in _classes(table, classes.column, source)
+        ]
+    return [with_client_slices(r) for r in runs] if derive else runs
 
 
 # Unused columns a harness writes a summary row's label in (`mean`, `p95`): by their names only,
@@ -141,6 +147,8 @@ def _require(mapping: Mapping, table: Table, source: str, options: ReadOptions) 
     """The budget's slices are all there, and at least one latency is."""
     listed = ", ".join(cut(c, 80) for c in table.columns[:50]) or "(none)"
     have = {u.target for u in mapping.all(SLICE)}
+    if derived_for(mapping, options.slices):  # TTFT and the end to end give them
+        have |= set(options.slices)
     for name in options.slices:
         if name not in have:
             raise ReadError.at(
@@ -542,8 +550,7 @@ def _itl(
                     f"{cut(use.column, 80)}: median gap {figure(raw)} read as "
                     f"{use.unit} ({use.unit_from}) - "
                     + ("looks like seconds" if m < 0.1 else "looks like another unit")
-                    + "; say the unit in the column's name (such as _s or _ms) or with the "
-                    "budget's `unit:`",
+                    + f"; {unit_fix(use)}",
                     affects=("itl",),
                 )
             )

@@ -9,6 +9,7 @@ wrong); rows no request can have are an `impossible` doubt with their count and 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -239,10 +240,22 @@ def _unit_doubt(where: str, use: ColumnUse, median_ms: float, why: str, looks: s
         cut(use.column, 80),
         f"{where}: {cut(use.column, 80)}: median {figure(raw)} read as {use.unit} "
         f"({how}){why} "
-        f"- {looks or 'looks like another unit'}; say the unit in the column's name (such as "
-        "_s or _ms) or with the budget's `unit:`",
+        f"- {looks or 'looks like another unit'}; {unit_fix(use)}",
         affects=(use.target,) if use.target else (),
     )
+
+
+def unit_fix(use: ColumnUse) -> str:
+    """How to say a column's unit: a slice's budget can (`unit:`); an SLO column such as
+    `e2e` is read by its name alone, so the name's suffix is the only fix (issue 38)."""
+    stem = re.sub(r"(?i)_(ms|s|us|ns|sec|secs|seconds)$", "", use.column)
+    named = f"rename it {cut(stem, 60)}_s or {cut(stem, 60)}_ms"
+    if use.role == "slice" and use.target:
+        return (
+            f"say the unit in the column's name ({named}) or with the slice's `unit:` in the "
+            f"budget (`{cut(use.target, 40)}: {{budget: ..., unit: s}}`)"
+        )
+    return f"say the unit in the column's name: {named}"
 
 
 def unit_doubts(
