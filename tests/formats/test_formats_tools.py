@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sqlite3
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,15 @@ import numpy as np
 import pytest
 
 from budgetdiff.errors import InputError
-from budgetdiff.formats import ReadOptions, detect, locust, otel_console, otlp
+from budgetdiff.formats import (
+    ReadOptions,
+    detect,
+    evalscope,
+    genai_bench,
+    locust,
+    otel_console,
+    otlp,
+)
 from budgetdiff.table import Run
 from tests.support.helpers import run
 from tests.support.paths import SAMPLES, sample_files
@@ -271,3 +280,187 @@ def test_client_span_files_are_claimed_by_their_readers_only() -> None:
             continue
         module = otlp if path.name == "spans.otlp.jsonl" else otel_console
         assert detect.detect(path.read_bytes(), path.name, OPTS).module is module, path
+
+
+# ---------------------------------------------------------------- genai-bench 0.0.5
+GENAI_BENCH = SAMPLES / "genai-bench"
+GB_LATENCIES = {"ttft": "ttft", "total": "e2e_latency", "decode": "output_latency"}
+
+
+def _gb_run_file(side: str) -> Path:
+    (path,) = (GENAI_BENCH / side).glob("D*_num_concurrency_*_time_*s.json")
+    return path
+
+
+@pytest.mark.parametrize("side", ("base", "head", "fail"))
+def test_genai_bench_requests_are_read_in_their_unit_and_give_its_own_percentiles(
+    side: str,
+) -> None:
+    """numpy's percentiles of the requests budgetdiff read are genai-bench's own (numpy's too),
+    in the unit `_time_unit` names (head was run with --metrics-time-unit ms)."""
+    path = _gb_run_file(side)
+    doc = json.loads(path.read_text())
+    scale = {"s": 1000.0, "ms": 1.0}[doc["_time_unit"]]
+    rows = doc["individual_request_metrics"]
+    (got,) = _runs(path, genai_bench)
+    assert got.n == len(rows) and got.per_request
+    failed = [r["error_code"] is not None for r in rows]
+    assert list(~got.succeeded) == failed
+    assert sum(failed) == sum(doc["aggregated_metrics"]["error_codes_frequency"].values())
+    assert (side == "fail") == any(failed)
+    stats = doc["aggregated_metrics"]["stats"]
+    ok = got.succeeded
+    columns = {"ttft": got.ttft, "total": got.total, "decode": got.slices["decode"]}
+    for name, metric in GB_LATENCIES.items():
+        values = columns[name]
+        assert values is not None
+        for q in (25, 50, 75, 90, 95, 99):
+            want = stats[metric][f"p{q}"] * scale
+            assert np.percentile(values[ok], q) == pytest.approx(want, rel=1e-9)
+    np.testing.assert_array_equal(got.slices["first_token"][ok], columns["ttft"][ok])
+    assert got.meta["concurrency"] == doc["aggregated_metrics"]["num_concurrency"]
+
+
+def test_genai_bench_with_warm_up_and_cool_down_reads_its_own_statistics() -> None:
+    """--warmup-ratio / --cooldown-ratio: the statistics leave out the first and last requests,
+    the list keeps them; the file does not say which, so its own percentiles are read."""
+    path = _gb_run_file("warmup")
+    doc = json.loads(path.read_text())
+    stats = doc["aggregated_metrics"]["stats"]
+    counted = round(stats["e2e_latency"]["sum"] / stats["e2e_latency"]["mean"])
+    assert counted < len(doc["individual_request_metrics"])
+    (got,) = _runs(path, genai_bench)
+    assert got.n == 0 and got.summary_count == counted
+    for name, metric in (("ttft", "ttft"), ("total", "e2e_latency"), ("decode", "output_latency")):
+        assert got.summary[name] == {
+            float(q): stats[metric][f"p{q}"] * 1000.0 for q in (25, 50, 75, 90, 95, 99)
+        }
+    assert "--warmup-ratio" in str(got.meta["note"])
+
+
+def test_genai_bench_experiment_metadata_is_refused_naming_the_run_file() -> None:
+    path = GENAI_BENCH / "base" / "experiment_metadata.json"
+    with pytest.raises(InputError, match=r"experiment_metadata\.json.*pass one of its run files"):
+        _runs(path, genai_bench)
+
+
+def test_genai_bench_compare_gives_its_own_p95(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 1000, total: 2000}\n")
+    base, head = _gb_run_file("base"), _gb_run_file("head")
+    argv = ["compare", "--base", str(base), "--head", str(head), "--budget", str(budget)]
+    code, out, err = run([*argv, "--output", "json"], capsys)
+    assert code in (0, 1), err
+    report = json.loads(out)
+    total = next(r for r in report["slo"] if r["metric"] == "total")
+    for side, path in (("base", base), ("head", head)):
+        doc = json.loads(path.read_text())
+        want = doc["aggregated_metrics"]["stats"]["e2e_latency"]["p95"]
+        want *= {"s": 1000.0, "ms": 1.0}[doc["_time_unit"]]
+        assert total[f"{side}_ms"] == pytest.approx(want, rel=5e-3)  # the report rounds
+    assert report["inputs"]["head"]["format"] == "genai-bench"
+
+
+# ---------------------------------------------------------------- evalscope perf 1.14.1
+EVALSCOPE = SAMPLES / "evalscope"
+
+
+def _nearest_rank(values: np.ndarray[Any, Any], p: float) -> float:
+    """evalscope 1.14's `calculate_percentiles`: the value at rank ceil(n p / 100), 4 decimals."""
+    ordered = np.sort(values)
+    return round(float(ordered[max(0, int(np.ceil(len(ordered) * p / 100)) - 1)]), 4)
+
+
+@pytest.mark.parametrize("side", ("base", "head", "fail"))
+def test_evalscope_database_gives_its_own_percentile_table(side: str) -> None:
+    folder = EVALSCOPE / side
+    table = json.loads((folder / "benchmark_percentile.json").read_text())
+    summary = json.loads((folder / "benchmark_summary.json").read_text())
+    (got,) = _runs(folder / "benchmark_data.db", evalscope)
+    assert got.n == summary["Total Requests"] and got.per_request
+    assert int(got.succeeded.sum()) == summary["Success Requests"]
+    assert int((~got.succeeded).sum()) == summary["Failed Requests"]
+    assert (side == "fail") == bool(summary["Failed Requests"])
+    ok = got.succeeded
+    assert got.ttft is not None and got.total is not None and got.itl is not None
+    assert got.output_tokens is not None
+    tpot = got.slices["decode"][ok] / (got.output_tokens[ok] - 1)
+    mine = {
+        "TTFT (ms)": got.ttft[ok],
+        "Latency (s)": got.total[ok] / 1000.0,
+        "ITL (ms)": got.itl.rows(ok).values,
+        "TPOT (ms)": tpot,
+    }
+    for row in table:
+        label = row["Percentiles"]
+        if not label.endswith("%"):
+            continue
+        for column, values in mine.items():
+            assert _nearest_rank(values, float(label[:-1])) == pytest.approx(row[column], abs=1e-4)
+
+
+def test_evalscope_interpolated_percentiles_and_its_nearest_rank_differ_little() -> None:
+    """budgetdiff interpolates, evalscope takes the nearest rank: on 150 requests the end to end
+    agrees within 0.5% at p50 to p95; TTFT's tail is sparser (docs/formats-client.md)."""
+    for side in ("base", "head"):
+        folder = EVALSCOPE / side
+        rows = {
+            r["Percentiles"]: r
+            for r in json.loads((folder / "benchmark_percentile.json").read_text())
+        }
+        (got,) = _runs(folder / "benchmark_data.db", evalscope)
+        assert got.total is not None
+        for q in (50, 90, 95):
+            want = rows[f"{q}%"]["Latency (s)"] * 1000
+            assert np.percentile(got.total[got.succeeded], q) == pytest.approx(want, rel=5e-3)
+
+
+@pytest.mark.parametrize("side", ("base", "head", "fail"))
+def test_evalscope_percentile_table_is_an_aggregate_not_eleven_requests(side: str) -> None:
+    path = EVALSCOPE / side / "benchmark_percentile.json"
+    table = json.loads(path.read_text())
+    (got,) = _runs(path, evalscope)
+    assert got.n == 0 and not got.per_request and got.summary_count is None
+    rows = [r for r in table if r["Percentiles"].endswith("%")]
+    for name, column, scale in (
+        ("ttft", "TTFT (ms)", 1.0),
+        ("first_token", "TTFT (ms)", 1.0),
+        ("total", "Latency (s)", 1000.0),
+        ("itl", "ITL (ms)", 1.0),
+        ("tpot", "TPOT (ms)", 1.0),
+    ):
+        assert got.summary[name] == {float(r["Percentiles"][:-1]): r[column] * scale for r in rows}
+
+
+@pytest.mark.parametrize("name", ("benchmark_args.json", "benchmark_summary.json"))
+def test_evalscope_args_and_summary_are_refused_naming_what_to_pass(name: str) -> None:
+    path = EVALSCOPE / "base" / name
+    with pytest.raises(InputError, match=rf"{name}: .*pass benchmark_data\.db"):
+        _runs(path, evalscope)
+
+
+def test_evalscope_database_opened_as_the_hostile_file_it_may_be(tmp_path: Path) -> None:
+    """A view for the table, a cut file, a text where a latency belongs: one clear error each,
+    the file itself never written (it is read from a private copy, read-only)."""
+    real = (EVALSCOPE / "base" / "benchmark_data.db").read_bytes()
+    cut = tmp_path / "cut.db"
+    cut.write_bytes(real[: len(real) // 3])
+    with pytest.raises(InputError, match=r"not a readable SQLite database|has no rows|missing"):
+        detect.read(cut.read_bytes(), "cut.db", "evalscope", OPTS)
+    texts = tmp_path / "texts.db"
+    texts.write_bytes(real)
+    with sqlite3.connect(texts) as con:
+        con.execute("UPDATE result SET latency = 'slow' WHERE rowid = 3")
+    with pytest.raises(InputError, match=r"row 3 column 'latency' must be a number"):
+        detect.read(texts.read_bytes(), "texts.db", "auto", OPTS)
+    view = tmp_path / "view.db"
+    with sqlite3.connect(view) as con:
+        con.execute(
+            "CREATE TABLE data(inter_token_latencies TEXT, first_chunk_latency REAL, "
+            "latency REAL, success INTEGER)"
+        )
+        con.execute("CREATE VIEW result AS SELECT * FROM data")
+    with pytest.raises(InputError, match="table 'result' is missing"):
+        detect.read(view.read_bytes(), "view.db", "evalscope", OPTS)
