@@ -92,12 +92,14 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     if isinstance(doc, list):
         return [_percentile_table(doc, ctx)]
     obj(doc, "top level", ctx)
-    what = (
-        "benchmark_summary.json: averages and counts"
-        if _SUMMARY.search(data[:65536])
-        else ("benchmark_args.json: the run's settings")
-    )
-    raise ctx.error("", f"is evalscope perf's {what}, no percentile and no request; {PASS}")
+    head = data[:65536]
+    if _SUMMARY.search(head) is not None:
+        what = "is evalscope perf's benchmark_summary.json: averages and counts"
+    elif _ARGS.search(head) is not None and _ARGS_KEYS.search(head) is not None:
+        what = "is evalscope perf's benchmark_args.json: the run's settings"
+    else:
+        what = "is a JSON object, not one of evalscope perf's result files"
+    raise ctx.error("", f"{what}, no percentile and no request; {PASS}")
 
 
 # ---------------------------------------------------------------- benchmark_percentile.json
@@ -168,6 +170,8 @@ def _rows(data: bytes, ctx: Ctx) -> tuple[list[str], list[tuple[Any, ...]]]:
             return columns, con.execute(query).fetchall()
     except sqlite3.Error as e:
         what = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        if what == "interrupted":  # the progress handler stopped the query
+            raise ctx.error("", "takes more work to read than a results file may") from None
         raise ctx.error("", f"is not a readable SQLite database ({what})") from None
 
 

@@ -103,7 +103,10 @@ def _table(data: bytes, ctx: Ctx) -> list[tuple[int, dict[str, str]]]:
     except UnicodeDecodeError as e:
         raise ctx.error("", f"is not UTF-8 text (byte {e.start})") from None
     reader = csv.reader(io.StringIO(text))
-    header = [cell.strip() for cell in next(reader)]
+    first = next(reader, None)
+    if first is None:
+        raise ctx.error("", "is empty")
+    header = [cell.strip() for cell in first]
     rows = []
     for line, cells in enumerate(reader, start=2):
         if not any(cell.strip() for cell in cells):
