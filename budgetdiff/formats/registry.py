@@ -80,6 +80,11 @@ READERS = (
     _reader("guidellm", "benchmarks", text=rb"^benchmarks:"),  # its YAML output too
     # and as YAML, and the llm-d benchmark report (BR 0.2) it writes beside them
     _reader("inference-perf", "lifecycle metrics", text=rb"^(?:load_summary|version):"),
+    _reader("genai-bench", "run file"),
+    # its SQLite database too (`SQLite format 3` and the result table's columns in page 1)
+    _reader("evalscope", "perf result", text=rb"\ASQLite format 3\x00"),
+    # its stats CSV and stats-history CSV too
+    _reader("locust", "stats CSV", text=rb"\A\s*(?:Type,Name,|Timestamp,User Count,Type,Name,)"),
     _reader("agent-traces", "OTLP/JSON GenAI agent spans", module="agent.traces"),
     _reader("otlp", "OTLP/JSON"),
     _reader("otel-console", "ConsoleSpanExporter"),

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from budgetdiff.errors import InputError
-from budgetdiff.formats import ReadOptions
+from budgetdiff.formats import ReadOptions, detect
 from budgetdiff.formats.native import build as native
 from budgetdiff.table import Run
 from tests.support.paths import sample_files
@@ -252,9 +252,15 @@ def test_sniff_own_layouts() -> None:
 
 def test_sniff_claims_no_tool_file() -> None:
     """No benchmark tool's file is taken for a native table. The mock server's ground-truth
-    timings are a flat per-request table with queue_ms/decode_ms columns: a native table."""
+    timings are a flat per-request table with queue_ms/decode_ms columns: a native table.
+    evalscope's percentile table and settings are flat JSON the native sniffer takes; the
+    evalscope reader, asked first, claims them (and reads or refuses them)."""
     for path in sample_files():
-        claimed = native.sniff(path.read_bytes()[:65536], path.name)
+        data = path.read_bytes()
+        claimed = native.sniff(data[:65536], path.name)
+        if claimed and path.parent.parent.name == "evalscope":
+            assert detect.detect(data, path.name, ReadOptions()).name == "evalscope", path
+            continue
         assert claimed == (path.name == "mock_server_timings.jsonl"), path
 
 

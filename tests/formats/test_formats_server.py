@@ -28,6 +28,8 @@ def expected_format(path: Path) -> str | None:
     rel = sample_path(path)
     if rel.startswith("generated/otlp-json/") or rel == "fetched/otel/trace.json":
         return "otlp"
+    if rel.startswith("otel-genai/") and path.name == "spans.otlp.jsonl":  # client spans
+        return "otlp"
     if rel.startswith("agent/traces-"):
         return "agent-traces"
     if path.suffix == ".prom":

@@ -82,8 +82,30 @@ def test_percentile_rows_are_a_summary_not_requests(
         pd.DataFrame(rows).to_csv(path, index=False)
     else:
         pq.write_table(pa.Table.from_pylist(rows), path)
+    if shape == "json":  # evalscope's own file: its reader takes it as evalscope's percentiles
+        _read_as_evalscope_percentiles(path, rows, tmp_path, capsys)
+        return
     err = _refused(path, tmp_path, capsys)
     assert "Percentiles" in err and "95%" in err, err
+
+
+def _read_as_evalscope_percentiles(
+    path: Path, rows: list[dict[str, object]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An aggregate with the table's own percentiles (in the unit each column names), never
+    one request per row."""
+    budget = tmp_path / "b.yml"
+    budget.write_text(BUDGET)
+    argv = ["check", "--head", str(path), "--budget", str(budget), "--output", "json"]
+    code, out, err = run(argv, capsys)
+    assert code in (0, 1), err
+    report = json.loads(out)
+    assert report["inputs"]["head"]["format"] == "evalscope"
+    assert report["requests"]["head"] is None  # the table holds no request count
+    p95 = next(r for r in rows if r["Percentiles"] == "95%")
+    for metric, column in (("ttft", "TTFT (s)"), ("total", "Latency (s)")):
+        row = next(r for r in report["slo"] if r["metric"] == metric)
+        assert row["head_ms"] == pytest.approx(float(p95[column]) * 1000, abs=1e-3)  # type: ignore[arg-type]
 
 
 def test_pandas_describe_is_a_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
