@@ -28,13 +28,14 @@ from budgetdiff.numbers import (
     given,
     interval,
     ms,
-    p_value,
+    num,
     pct,
     percentile,
     setting_pct,
     signed_ms,
 )
 from budgetdiff.stats import normal_quantile
+from budgetdiff.stats.cusum import HORIZON
 from budgetdiff.table import UNATTRIBUTED, Doubt
 
 if TYPE_CHECKING:
@@ -528,21 +529,31 @@ def _failure_rate(c: Comparison, confidence: float) -> _Raw:
 
 
 def _drift(t: Trend, budget: Budget, p: str) -> _Raw:
-    """A slow drift since the budget last changed: head against the history's reference."""
-    threshold = setting_pct(budget.regression.min_change)
+    """A rise since the budget last changed: head against the history's reference, the
+    CUSUM over its threshold (measure/history.py, stats/cusum.py)."""
+    regression = budget.regression
     message = (
         f"{p} {t.label} {pct(t.cumulative_pct, signed=True)} over {len(t.values) - 1} run(s) "
         f"since the budget last changed ({amount(t.values[0], t.unit)} -> "
         f"{amount(t.values[-1], t.unit)})"
     )
     if t.steps_below:
-        message += f", each step below the {threshold} threshold"
+        message += f", each step below the {setting_pct(regression.min_change)} threshold"
     message += (
         f"; {pct(t.change_pct, signed=True)} above the level of its first "
-        f"{t.reference_runs} run(s) ({amount(t.reference, t.unit)}, {p_value(t.p_value)})"
+        f"{t.reference_runs} run(s) ({amount(t.reference, t.unit)}"
     )
+    if t.change_ci is not None:
+        message += f"; {setting_pct(regression.confidence)} interval "
+        message += interval(*t.change_ci, unit="%")
+    message += ")"
     if t.slower_since:
         message += f"; slower since {t.slower_since}"
+    if t.rise is not None and t.threshold is not None:
+        message += (
+            f" (CUSUM {num(t.rise)}, over its threshold {num(t.threshold)}: pure noise passes it "
+            f"in at most {setting_pct(1 - regression.confidence)} of {HORIZON}-run histories)"
+        )
     # an agent row may fail the gate when the budget holds it (`regression.metrics` names the
     # SLO metrics and slices only)
     gated = t.target is not None if t.kind == "agent" else budget.gated(t.kind, t.name)

@@ -25,7 +25,8 @@ from budgetdiff.budget.model import Budget, Regression
 from budgetdiff.measure.agent import STEP_FLOOR
 from budgetdiff.measure.results import AGENT_LABELS, METRIC_LABELS, AgentRow, Comparison, Row
 from budgetdiff.measure.rows import PER_TOKEN
-from budgetdiff.stats import changepoint
+from budgetdiff.stats import changepoint, cusum
+from budgetdiff.table import FloatArray
 
 # The kind of a trend's row: an SLO metric, a slice, or an agent row (`agent.rows` of a report)
 TrendKind = Literal["slo", "slice", "agent"]
@@ -116,16 +117,20 @@ class Trend:
     target: float | None
     runs: tuple[Entry, ...]  # the window: since the budget last changed
     values: tuple[float, ...]  # the window's values, then the head's
-    change_points: tuple[int, ...]  # indices into values where the level changed
-    reference: float | None  # the level before the first change point in the window
+    change_points: tuple[int, ...]  # indices into values where the level changed (E-divisive)
+    reference: float | None  # the level before the current rise: the mean of its first runs
     reference_runs: int  # how many runs that level is the mean of
     change_pct: float | None  # head vs reference
     z: float | None
-    p_value: float | None
+    p_value: float | None  # one-sided, head vs reference (information: the CUSUM decides)
     steps_below: bool  # every step from run to run below regression.min_change
-    slower_since: str | None  # the first run of the first level above the reference
+    slower_since: str | None  # a drift's: where its rise began; else the first higher level
     drift: bool = False
     unit: ValueUnit = "ms"
+    change_ci: tuple[float, float] | None = None  # change_pct's interval at the confidence
+    rise: float | None = None  # the CUSUM at the head (stats/cusum.py); None: not tested
+    rise_since: str | None = None  # the first run of the current rise
+    threshold: float | None = None  # the CUSUM's threshold over this report's rows
 
     @property
     def cumulative_pct(self) -> float | None:
@@ -311,23 +316,15 @@ def _analyse(
         window.append(entry)
     window.reverse()
     trends = [_trend(r, window, regression) for r in rows]
-    gated = [i for i, t in enumerate(trends) if t.p_value is not None]
-    alpha = 1 - regression.confidence
-    significant = stats.holm([trends[i].p_value for i in gated], alpha)
+    tested = [i for i, t in enumerate(trends) if t.rise is not None]
     out = list(trends)
-    for i, sig in zip(gated, significant, strict=True):
-        t = trends[i]
-        floor = 0.0 if t.kind == "slo" and t.name in PER_TOKEN else regression.min_ms
-        if t.unit == "steps":
-            floor = STEP_FLOOR  # as the agent's rows are held base vs head
-        big = (
-            t.change_pct is not None
-            and t.reference is not None
-            and t.change_pct > 100 * regression.min_change
-            and t.values[-1] - t.reference > floor
-        )
-        if sig and big:
-            out[i] = replace(t, drift=True)
+    if tested:  # the chance of a false drift on any row, over the life of the history
+        h = cusum.threshold((1 - regression.confidence) / len(tested))
+        for i in tested:
+            t = trends[i]
+            drift = t.rise is not None and t.rise > h and _large(t, regression)
+            since = t.rise_since if drift else t.slower_since
+            out[i] = replace(t, threshold=h, drift=drift, slower_since=since)
     return History(
         tuple(out),
         len({e.line for e in loaded.entries}),
@@ -335,6 +332,20 @@ def _analyse(
         loaded.warnings,
         bool(loaded.entries) and not window,
         loaded.link,
+    )
+
+
+def _large(t: Trend, regression: Regression) -> bool:
+    """The head above the reference by more than `min_change` and `min_ms` (the agent's step
+    floor for a count of steps, none for a per-token metric), as a regression must be."""
+    floor = 0.0 if t.kind == "slo" and t.name in PER_TOKEN else regression.min_ms
+    if t.unit == "steps":
+        floor = STEP_FLOOR  # as the agent's rows are held base vs head
+    return (
+        t.change_pct is not None
+        and t.reference is not None
+        and t.change_pct > 100 * regression.min_change
+        and t.values[-1] - t.reference > floor
     )
 
 
@@ -351,26 +362,14 @@ def _trend(r: Current, window: list[Entry], regression: Regression) -> Trend:
     values = [p.head for p in points] + [r.head]
     recent = max(0, len(values) - CHANGEPOINT_RUNS)
     found = [recent + i for i in changepoint.change_points(np.array(values[recent:]))]
-    end = found[0] if found else len(values) - 1  # the head is never its own reference
-    reference = points[:end] if recent == 0 else points[recent:end]
-    ref = float(np.mean([p.head for p in reference])) if reference else None
-    change_pct = 100 * (r.head - ref) / ref if ref else None
-    z = p_value = None
-    ses = [_se(p.ci, regression.confidence) for p in reference]
-    head_se = _se(r.head_ci, regression.confidence)
-    if ref is not None and head_se is not None and all(s is not None for s in ses):
-        ref_var = sum(s * s for s in ses if s is not None) / len(ses) ** 2
-        se = math.sqrt(head_se**2 + ref_var)
-        if se > 0:
-            z = (r.head - ref) / se
-            p_value = 1 - stats.normal_cdf(z)  # one-sided: only worse is drift
+    errors = [_se(p.ci, regression.confidence) for p in points]
+    errors.append(_se(r.head_ci, regression.confidence))
+    ses = None if None in errors else np.array(errors, dtype=float)
+    rise = cusum.rise(np.array(values), ses) if ses is not None else None
+    # the level before the current rise: every run before the head when there is none
+    end = rise.start if rise is not None and rise.start is not None else len(values) - 1
+    level = _Level.of(values, ses, end, regression.confidence)
     steps = [abs(b - a) / a for a, b in itertools.pairwise(values) if a > 0]
-    slower = None
-    for n, i in enumerate(found):  # the first rise above the reference level
-        after = values[i : found[n + 1] if n + 1 < len(found) else None]
-        if np.mean(after) > np.mean(values[max(0, i - changepoint.MIN_SEGMENT) : i]):
-            slower = runs[i].label if i < len(runs) else "this run"
-            break
     return Trend(
         kind=r.kind,
         name=r.name,
@@ -379,15 +378,65 @@ def _trend(r: Current, window: list[Entry], regression: Regression) -> Trend:
         runs=tuple(runs),
         values=tuple(values),
         change_points=tuple(found),
-        reference=ref,
-        reference_runs=len(reference),
-        change_pct=change_pct,
-        z=z,
-        p_value=p_value,
+        reference=level.reference,
+        reference_runs=end,
+        change_pct=level.change_pct,
+        z=level.z,
+        p_value=level.p_value,
         steps_below=bool(steps) and max(steps) < regression.min_change,
-        slower_since=slower,
+        slower_since=_slower(values, found, runs),
         unit=r.unit,
+        change_ci=level.ci,
+        rise=rise.statistic if rise is not None else None,
+        rise_since=_run_label(runs, end) if rise is not None and rise.start is not None else None,
     )
+
+
+@dataclass(frozen=True)
+class _Level:
+    """The head against the mean of the runs before the current rise (the reference)."""
+
+    reference: float | None
+    change_pct: float | None
+    z: float | None = None
+    p_value: float | None = None
+    ci: tuple[float, float] | None = None  # of change_pct
+
+    @classmethod
+    def of(cls, values: list[float], ses: FloatArray | None, end: int, confidence: float) -> _Level:
+        """With each run's standard error, the head's change has a z, a one-sided p-value and an
+        interval: the variance of the head and of the reference's mean, each with the spread
+        between runs that their own errors do not explain (`cusum.between_runs`)."""
+        if not end:
+            return cls(None, None)
+        before = np.array(values[:end])
+        ref = float(before.mean())
+        head = values[-1]
+        change_pct = 100 * (head - ref) / ref if ref else None
+        if ses is None or not ref:
+            return cls(ref, change_pct)
+        tau2 = cusum.between_runs(before, ses[:end])
+        var = float(ses[-1] ** 2 + tau2 + (np.mean(ses[:end] ** 2) + tau2) / end)
+        if var <= 0:
+            return cls(ref, change_pct)
+        se = math.sqrt(var)
+        half = stats.normal_quantile((1 + confidence) / 2) * se
+        ci = (100 * (head - ref - half) / ref, 100 * (head - ref + half) / ref)
+        z = (head - ref) / se
+        return cls(ref, change_pct, z, 1 - stats.normal_cdf(z), ci)  # only worse is drift
+
+
+def _slower(values: list[float], found: list[int], runs: list[Entry]) -> str | None:
+    """The first run of the first level (between change points) above the one before it."""
+    for n, i in enumerate(found):
+        after = values[i : found[n + 1] if n + 1 < len(found) else None]
+        if np.mean(after) > np.mean(values[max(0, i - changepoint.MIN_SEGMENT) : i]):
+            return _run_label(runs, i)
+    return None
+
+
+def _run_label(runs: list[Entry], i: int) -> str:
+    return runs[i].label if i < len(runs) else "this run"
 
 
 def _se(ci: tuple[float, float] | None, confidence: float) -> float | None:

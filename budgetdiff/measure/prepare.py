@@ -498,12 +498,29 @@ def _run_notes(run: Run, unordered: bool) -> list[str]:
                 "span); each is counted as a request of its own, and requests are not paired "
                 "by id"
             )
-    if unordered and run.start_time is not None and np.isnan(run.start_time).any():
-        notes.append(
+    return notes + _order_notes(run, unordered)
+
+
+# One text for every run without start times, so that a report says it once for both sides
+NO_START_TIMES = (
+    "no start times: requests are taken to have arrived in row order; where the rows are not "
+    "in the order the requests were sent (a table written by completion, or sorted), "
+    "correlation between neighbouring requests cannot be seen and the intervals assume "
+    "independent requests"
+)
+
+
+def _order_notes(run: Run, unordered: bool) -> list[str]:
+    """Where the arrival order that the autocorrelation correction reads comes from, when it
+    is not the requests' own start times."""
+    if run.start_time is None:
+        return [NO_START_TIMES] if run.per_request and run.n > 1 else []
+    if unordered and np.isnan(run.start_time).any():
+        return [
             f"{run.source}: start_time is missing for some requests; row order is "
             "taken as arrival order"
-        )
-    return notes
+        ]
+    return []
 
 
 def _per_request_metric(
