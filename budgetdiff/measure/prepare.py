@@ -501,20 +501,24 @@ def _run_notes(run: Run, unordered: bool) -> list[str]:
     return notes + _order_notes(run, unordered)
 
 
-# One text for every run without start times, so that a report says it once for both sides
-NO_START_TIMES = (
-    "no start times: requests are taken to have arrived in row order; where the rows are not "
-    "in the order the requests were sent (a table written by completion, or sorted), "
-    "correlation between neighbouring requests cannot be seen and the intervals assume "
-    "independent requests"
-)
+def no_start_times(plural: str) -> str:
+    """One text for every run without start times (of `plural`: requests, or an agent's
+    tasks), so that a report says it once for both sides."""
+    return (
+        f"no start times: {plural} are taken to have arrived in row order; where the rows are "
+        f"not in the order the {plural} were sent (a table written by completion, or sorted), "
+        f"correlation between neighbouring {plural} cannot be seen and the intervals assume "
+        f"independent {plural}"
+    )
 
 
 def _order_notes(run: Run, unordered: bool) -> list[str]:
     """Where the arrival order that the autocorrelation correction reads comes from, when it
     is not the requests' own start times."""
     if run.start_time is None:
-        return [NO_START_TIMES] if run.per_request and run.n > 1 else []
+        # what measure.results.unit_of reads (results builds on this module's callers)
+        plural = "tasks" if run.meta.get("unit") == "task" else "requests"
+        return [no_start_times(plural)] if run.per_request and run.n > 1 else []
     if unordered and np.isnan(run.start_time).any():
         return [
             f"{run.source}: start_time is missing for some requests; row order is "

@@ -17,11 +17,11 @@ def test_trend_page_draws_every_chart_in_chromium(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     chromium()
-    runs = build_history(tmp_path, capsys, [1.02**i for i in range(6)])
+    runs = build_history(tmp_path, capsys, [1.03**i for i in range(12)])
     page = tmp_path / "trend.html"
     code = main(
-        ["compare", "--budget", BUDGET, "--base", str(tmp_path / "main5.csv"),
-         "--head", str(write_run(tmp_path / "pr.csv", 50, 1.15)), "--history", str(runs),
+        ["compare", "--budget", BUDGET, "--base", str(tmp_path / "main11.csv"),
+         "--head", str(write_run(tmp_path / "pr.csv", 50, 1.45)), "--history", str(runs),
          "--html", str(page), "--output", "json"], {}
     )  # fmt: skip
     report = json.loads(capsys.readouterr().out)
