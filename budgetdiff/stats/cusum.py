@@ -6,14 +6,15 @@ Each run i (from the MIN_PRIOR-th on) is held against the mean of the runs befor
     z_i = (x_i - mean(x_<i)) / sqrt(se_i^2 + tau^2 + (mean(se_<i^2) + tau^2) / i)
 
 where se_i is the run's own standard error (from its interval) and tau^2 the variance between
-runs that their own errors do not explain: half the mean squared successive difference of the
-runs before i (von Neumann's estimate, which a slow creep barely moves) less their mean se^2,
-never below 0. While the level holds, each z_i is about standard normal and independent of the
-others (exactly so for normal runs of equal errors and tau 0: Hawkins 1987, a self-starting
-chart needs no known level); tau only shrinks them, and where it is estimated z is
-taken as a Student t and given the normal score of its probability. The statistic
-S_i = max(0, S_(i-1) + z_i - K) rises with every run above the level; the series has risen
-when S, at its newest run, is above a threshold h.
+runs that their own errors do not explain: half the variance of the successive differences of
+the runs before i (von Neumann's estimate, taken about the differences' mean so that a steady
+creep adds nothing to it) less their mean se^2, when that spread is more than the errors
+explain (a chi-square test at 5%), else 0. While the level holds, each z_i is about standard
+normal and independent of the others (exactly so for normal runs of equal errors and tau 0:
+Hawkins 1987, a self-starting chart needs no known level); tau only shrinks them, and where
+it is estimated z is taken as a Student t and given the normal score of its probability.
+The statistic S_i = max(0, S_(i-1) + z_i - K) rises with every run above the level; the
+series has risen when S, at its newest run, is above a threshold h.
 
 h is set so that a series that never moves passes h within HORIZON runs with probability at
 most alpha: that probability is computed for z_i independent standard normal by the Markov
@@ -82,13 +83,18 @@ def standardised(x: FloatArray, se2: FloatArray) -> FloatArray:
     i = np.arange(MIN_PRIOR, x.size)
     mean = np.cumsum(x)[i - 1] / i
     own = np.cumsum(se2)[i - 1] / i
-    tau2 = np.maximum(0.0, np.cumsum(np.diff(x) ** 2)[i - 2] / (2.0 * (i - 1)) - own)
+    d = np.diff(x)  # the spread of successive differences about their mean: a steady creep
+    m = i - 1  # is no spread; differences before run i
+    spread = (np.cumsum(d**2)[i - 2] - np.cumsum(d)[i - 2] ** 2 / m) / np.maximum(m - 1, 1)
+    # the variance of half the mean squared successive difference of n normal values is
+    # (3n - 4) / (n - 1)^2 sigma^4 (von Neumann 1941): that of a chi-square of df below. The
+    # spread between runs is taken in only where it is more than their errors say (p < 0.05)
+    df = 2.0 * (i - 1) ** 2 / (3.0 * i - 4.0)
+    more = spread / 2.0 > own * special.chdtri(df, 0.05) / df
+    tau2 = np.where(more, np.maximum(0.0, spread / 2.0 - own), 0.0)
     var = se2[i] + tau2 + (own + tau2) / i
     safe = np.where(var > 0, var, 1.0)
     z = np.where(var > 0, (x[i] - mean) / np.sqrt(safe), 0.0)
-    # the variance of half the mean squared successive difference of n normal values is
-    # (3n - 4) / (n - 1)^2 sigma^4 (von Neumann 1941): that of a chi-square of df below
-    df = 2.0 * (i - 1) ** 2 / (3.0 * i - 4.0)
     scored: FloatArray = np.where(tau2 > 0, special.ndtri(special.stdtr(df, z)), z)
     return scored
 
@@ -100,7 +106,9 @@ def between_runs(values: FloatArray, ses: FloatArray) -> float:
     if x.size < 2:
         return 0.0
     own = float(np.mean(np.asarray(ses, dtype=float) ** 2))
-    return max(0.0, float(np.mean(np.diff(x) ** 2)) / 2.0 - own)
+    d = np.diff(x)
+    spread = float(np.var(d, ddof=1)) if d.size > 1 else float(d[0] ** 2)
+    return max(0.0, spread / 2.0 - own)
 
 
 @functools.lru_cache(maxsize=64)
