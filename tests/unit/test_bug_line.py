@@ -64,7 +64,7 @@ def test_the_reader_error_test_passes_in_a_clone_named_budgetdiff(tmp_path: Path
     clone = tmp_path / "budgetdiff"
     git = ["git", "-c", "advice.detachedHead=false"]
     subprocess.run(
-        [*git, "clone", "--quiet", "--shared", "--no-checkout", str(ROOT), str(clone)], check=True
+        [*git, "clone", "--quiet", "--local", "--no-checkout", str(ROOT), str(clone)], check=True
     )
     subprocess.run([*git, "-C", str(clone), "checkout", "--quiet", head.stdout.strip()], check=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PYTEST"))}
