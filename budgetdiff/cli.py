@@ -4,6 +4,8 @@
 is, with `guarded`, the one place an expected failure becomes its message and exit code: each
 of the error's lines (a budget's problems, one each) as a `budgetdiff: error:` line on stderr,
 then 2 (or the error's own code); a bug is exit 3 with one line that says where to report it.
+A reader that closes the pipe early (`budgetdiff demo | head -1`) ends the run quietly with
+141, the shell's status for a process ended by SIGPIPE: never 1 (a verdict) nor a "bug".
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from budgetdiff.commands.edge import Edge
 from budgetdiff.commands.parser import parse
-from budgetdiff.errors import BUG_EXIT_CODE, BudgetdiffError, bug_message
+from budgetdiff.errors import BROKEN_PIPE_EXIT_CODE, BUG_EXIT_CODE, BudgetdiffError, bug_message
 from budgetdiff.render.text import one_line
 
 if TYPE_CHECKING:
@@ -73,6 +75,9 @@ def guarded(run: Callable[[], int]) -> int:
             # message of an exit 2
             warnings.simplefilter("ignore", RuntimeWarning)
             return int(run())
+    except BrokenPipeError:
+        _quiet_stdout()
+        return BROKEN_PIPE_EXIT_CODE
     except BudgetdiffError as e:
         for line in e.lines():  # a budget with three problems says three
             error(line)
@@ -80,6 +85,18 @@ def guarded(run: Callable[[], int]) -> int:
     except Exception as e:  # not hidden: a bug, told apart from a verdict and from bad input
         error(bug_message(e))
         return BUG_EXIT_CODE
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush at exit does not raise
+    again on the closed pipe (the Python docs' "Note on SIGPIPE")."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # a test's captured stdout: nothing to do
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def error(line: str) -> None:

@@ -22,6 +22,9 @@ from collections.abc import Iterable
 # A crash inside budgetdiff is a bug, not bad input: its own exit code, never 1 (a failing
 # verdict) or 2 (bad input), and one line that says where to report it.
 BUG_EXIT_CODE = 3
+# 128 + SIGPIPE: what a shell reports for a writer whose reader went away (`| head -1`), so
+# that `set -o pipefail` (GitHub's bash) tells it apart from a failing verdict (1)
+BROKEN_PIPE_EXIT_CODE = 141
 BUG_REPORT_URL = "https://github.com/budgetdiff/budgetdiff/issues"
 
 
