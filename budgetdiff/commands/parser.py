@@ -216,16 +216,24 @@ def _live_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--at", metavar="TIME", help="RFC 3339 or Unix seconds ending both windows")
     g.add_argument("--base-at", metavar="TIME", help="end of the base's window (before)")
     g.add_argument("--head-at", metavar="TIME", help="end of the head's window (after)")
-    q = p.add_argument_group("a SQL engine instead of files (docs/deploy-gate.md)")
-    q.add_argument(
-        "--sql",
-        metavar="CONNECTION",
-        help="read the requests from duckdb:FILE, chdb:DIR or clickhouse://USER@HOST:PORT/DB "
+    _sql_arguments(
+        p,
+        "a SQL engine instead of files (docs/deploy-gate.md)",
+        "read the requests from duckdb:FILE, chdb:DIR or clickhouse://USER@HOST:PORT/DB "
         "(password: CLICKHOUSE_PASSWORD); the sides are --base-match/--head-match and --window",
     )
+
+
+def _sql_arguments(
+    p: argparse.ArgumentParser, title: str, connection: str
+) -> argparse._ArgumentGroup:
+    """`--sql CONNECTION` and the flags that name its rows (compare, check and inspect)."""
+    q = p.add_argument_group(title)
+    q.add_argument("--sql", metavar="CONNECTION", help=connection)
     q.add_argument("--sql-table", metavar="NAME", help="the table of requests, one row each")
     q.add_argument("--sql-query", metavar="SQL", help="or a query giving one row per request")
     q.add_argument("--sql-time", metavar="COLUMN", help="the time column --window filters on")
+    return q
 
 
 def _page_arguments(p: argparse.ArgumentParser) -> None:
@@ -351,11 +359,11 @@ def _inspect_arguments(p: argparse.ArgumentParser) -> None:
         "--budget", metavar="FILE", help="apply this budget's slices and column: / unit: mappings"
     )
     p.add_argument("--format", default="auto", metavar="NAME", help="input format")
-    q = p.add_argument_group("the rows of a SQL engine instead of FILE (the query is shown)")
-    q.add_argument("--sql", metavar="CONNECTION", help="duckdb:FILE, chdb:DIR, clickhouse://...")
-    q.add_argument("--sql-table", metavar="NAME")
-    q.add_argument("--sql-query", metavar="SQL")
-    q.add_argument("--sql-time", metavar="COLUMN", help="the time column --window filters on")
+    q = _sql_arguments(
+        p,
+        "the rows of a SQL engine instead of FILE (the query is shown)",
+        "duckdb:FILE, chdb:DIR, clickhouse://...",
+    )
     q.add_argument("--head-match", metavar="{L=V}", help='the rows, e.g. {version="canary"}')
     q.add_argument("--window", metavar="DURATION")
     q.add_argument("--at", metavar="TIME", help="RFC 3339 or Unix seconds ending the window")
