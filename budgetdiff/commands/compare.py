@@ -3,15 +3,20 @@ flags, or the Action's inputs) become, which `check` and `demo` share."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from budgetdiff.commands.budget_source import held_budget
 from budgetdiff.commands.edge import Edge
-from budgetdiff.commands.options import RunOptions
+from budgetdiff.commands.options import RunOptions, SqlFlags
 from budgetdiff.commands.output import finish, write_atomic
 from budgetdiff.errors import UsageError
 from budgetdiff.evaluate import orchestrator as evaluate
 from budgetdiff.evaluate.orchestrator import Base, Files, Live, Request, Source, Sql
+
+if TYPE_CHECKING:
+    from budgetdiff.sources.sql import Side, SqlQuery
 
 # the options that go with --prometheus alone (the flag each is)
 LIVE_ONLY = ("base_match", "head_match", "window", "at", "base_at", "head_at")
@@ -71,8 +76,7 @@ def _live(o: RunOptions, edge: Edge, *, compare: bool) -> tuple[Live, Base | Non
     """Issue 27: both sides from the server `--prometheus` names (no file is read)."""
     from budgetdiff.sources.prometheus import LiveQuery  # httpx only when live
 
-    if o.head or o.base or o.base_artifact or o.base_ref or o.head_ref:
-        raise UsageError("--prometheus reads the sides from the server: drop --head/--base/--*-ref")
+    _no_files(o, "--prometheus reads the sides from the server")
     query = LiveQuery.parse(
         o.prometheus or "",
         base_match=o.base_match,
@@ -89,10 +93,9 @@ def _live(o: RunOptions, edge: Edge, *, compare: bool) -> tuple[Live, Base | Non
 
 def _sql(o: RunOptions, edge: Edge, *, compare: bool) -> tuple[Sql, Base | None]:
     """Issue 36: both sides' requests from the engine `--sql` names (no file is read)."""
-    from budgetdiff.sources.sql import Connection, SqlQuery, sides
+    from budgetdiff.sources.sql import sides
 
-    if o.head or o.base or o.base_artifact or o.base_ref or o.head_ref:
-        raise UsageError("--sql reads the sides from the engine: drop --head/--base/--*-ref")
+    _no_files(o, "--sql reads the sides from the engine")
     base, head = sides(
         base_match=o.base_match,
         head_match=o.head_match,
@@ -102,15 +105,30 @@ def _sql(o: RunOptions, edge: Edge, *, compare: bool) -> tuple[Sql, Base | None]
         head_at=o.head_at,
         compare=compare,
     )
-    query = SqlQuery.parse(
-        Connection.parse(o.sql or "", edge.environ),
+    query = sql_query(o, edge.environ, base=base, head=head)
+    return Sql(query, "head"), (Base(source=Sql(query, "base")) if compare else None)
+
+
+def sql_query(
+    o: SqlFlags, environ: Mapping[str, str], *, base: Side | None, head: Side
+) -> SqlQuery:
+    """The query `--sql` and its flags send for the sides selected (compare's, inspect's)."""
+    from budgetdiff.sources.sql import Connection, SqlQuery
+
+    return SqlQuery.parse(
+        Connection.parse(o.sql or "", environ),
         table=o.sql_table,
         query=o.sql_query,
         time_column=o.sql_time,
         base=base,
         head=head,
     )
-    return Sql(query, "head"), (Base(source=Sql(query, "base")) if compare else None)
+
+
+def _no_files(o: RunOptions, source: str) -> None:
+    """A live source reads both sides itself: a file or ref given beside it is a mistake."""
+    if o.head or o.base or o.base_artifact or o.base_ref or o.head_ref:
+        raise UsageError(f"{source}: drop --head/--base/--*-ref")
 
 
 def evaluate_and_finish(req: Request, o: RunOptions, edge: Edge) -> int:

@@ -44,7 +44,8 @@ def run(o: InspectOptions, edge: Edge) -> int:
 
 def _sql_runs(o: InspectOptions, edge: Edge, options: ReadOptions) -> list[Run]:
     """The rows `--sql` selects, read as compare reads a side (the note shows the query)."""
-    from budgetdiff.sources.sql import Connection, SqlQuery, read_side, sides
+    from budgetdiff.commands.compare import sql_query
+    from budgetdiff.sources.sql import read_side, sides
 
     _, head = sides(
         base_match=None,
@@ -55,15 +56,7 @@ def _sql_runs(o: InspectOptions, edge: Edge, options: ReadOptions) -> list[Run]:
         head_at=None,
         compare=False,
     )
-    query = SqlQuery.parse(
-        Connection.parse(o.sql or "", edge.environ),
-        table=o.sql_table,
-        query=o.sql_query,
-        time_column=o.sql_time,
-        base=None,
-        head=head,
-    )
-    return read_side(query, "head", options)
+    return read_side(sql_query(o, edge.environ, base=None, head=head), "head", options)
 
 
 def describe(run: Run) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, Protocol, TypeAlias
 
 from budgetdiff.budget.model import FAIL_KINDS
 from budgetdiff.errors import UsageError
@@ -77,6 +77,19 @@ def names(value: str) -> tuple[str, ...]:
 def lines(value: str) -> tuple[str, ...]:
     """One per line (an Action's file list: a path may hold spaces and commas)."""
     return tuple(line.strip() for line in value.splitlines() if line.strip())
+
+
+class SqlFlags(Protocol):
+    """`--sql CONNECTION` and the flags naming its rows: compare's, check's and inspect's."""
+
+    @property
+    def sql(self) -> str | None: ...
+    @property
+    def sql_table(self) -> str | None: ...
+    @property
+    def sql_query(self) -> str | None: ...
+    @property
+    def sql_time(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
