@@ -316,7 +316,8 @@ class Reading:
             data = sources.read_bytes(path, source.ref, limit)
             sizes.append(len(data))
             label = f"{source.ref}:{path}" if source.ref else path
-            per_file.append(detect.read(data, label, self.fmt, options))
+            runs = detect.read(data, label, self.fmt, options)
+            per_file.append(_with_companion(runs, path, source.ref, limit))
         runs = combine(per_file, list(source.paths))  # one file passes through, after its checks
         return Side(self._wanted(runs, source.paths[0]), tuple(sizes))
 
@@ -327,6 +328,23 @@ class Reading:
         if not runs:
             raise UsageError(f"--scenario {','.join(self.scenarios)}: none of these is in {where}")
         return runs
+
+
+def _with_companion(runs: list[Run], path: str, ref: str | None, limit: int) -> list[Run]:
+    """The runs with the tool's own percentiles from the file its reader names as their
+    companion, looked for in the same folder as `path` only (evalscope's
+    `benchmark_percentile.json` beside `benchmark_data.db`); where it is not there, the runs."""
+    name = detect.companion(runs)
+    if name is None:
+        return runs
+    beside = str(Path(path).parent / name)  # the same folder, never a path guessed elsewhere
+    if beside == path or not sources.exists(beside, ref):
+        return runs
+    try:
+        data: bytes | InputError = sources.read_bytes(beside, ref, limit)
+    except InputError as e:  # said in a note: the database itself was read
+        data = e
+    return detect.with_companion(runs, data, f"{ref}:{beside}" if ref else beside)
 
 
 # ---- evaluate -------------------------------------------------------------------------------

@@ -148,6 +148,7 @@ def stack(runs: list[Run]) -> Run:
         duration_s=None if None in durations else sum(d for d in durations if d is not None),
         doubts=tuple(d for r in runs for d in r.doubts),
         run=np.concatenate(labels),
+        tool_percentiles={},  # each file's own were of its requests, not of all of them
     )
 
 
@@ -397,4 +398,6 @@ def _kept(
         run=client.run[keep] if client.run is not None else None,
         tpot=rows(client.tpot),
         meta=meta,
+        # the tool's own were of all its requests, not of those the join kept
+        tool_percentiles=client.tool_percentiles if keep.all() else {},
     )

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from budgetdiff.errors import ReaderBug, ReadError
+from budgetdiff.errors import InputError, ReaderBug, ReadError
 from budgetdiff.formats.registry import READERS, Reader, names, reader
 from budgetdiff.table import check_bounds
 
@@ -27,7 +27,17 @@ if TYPE_CHECKING:
     from budgetdiff.formats.options import ReadOptions
     from budgetdiff.table import Run
 
-__all__ = ["FORMATS", "SCHEMAS", "detect", "names", "read", "read_arrow", "reader"]
+__all__ = [
+    "FORMATS",
+    "SCHEMAS",
+    "companion",
+    "detect",
+    "names",
+    "read",
+    "read_arrow",
+    "reader",
+    "with_companion",
+]
 
 FORMATS = tuple(r.name for r in READERS)
 SCHEMAS = {r.name: r.schema for r in READERS}
@@ -77,6 +87,31 @@ def read(data: bytes, source: str, fmt: str, options: ReadOptions) -> list[Run]:
     for run in runs:  # one place for every reader: no computation sees an absurd value
         check_bounds(run)
     return [_stamped(r, chosen.name) for r in runs]
+
+
+def companion(runs: list[Run]) -> str | None:
+    """The name of the file that, in the same folder as the one these runs were read from,
+    holds the tool's own percentiles of the same requests (evalscope's
+    `benchmark_percentile.json` beside its `benchmark_data.db`), or None."""
+    names = {r.meta.get("companion") for r in runs}
+    found = names.pop() if len(names) == 1 else None
+    return found if isinstance(found, str) else None
+
+
+def with_companion(runs: list[Run], data: bytes | InputError, source: str) -> list[Run]:
+    """The runs with the tool's own percentiles from their companion file (`data`, or why it
+    could not be read), checked to be of the same requests, or a note saying why not."""
+    from budgetdiff.formats import evalscope  # the one tool that writes a companion
+    from budgetdiff.formats.options import ReadOptions
+
+    try:
+        if isinstance(data, InputError):
+            raise data
+        tables = read(data, source, evalscope.NAME, ReadOptions())
+    except InputError as e:
+        said = f"{source} cannot be read ({e}): evalscope's own percentiles are not shown"
+        return [replace(r, meta=evalscope.with_note(r.meta, said)) for r in runs]
+    return [evalscope.with_own(r, tables[0], source) for r in runs]
 
 
 def read_arrow(table: pa.Table, source: str, options: ReadOptions) -> list[Run]:

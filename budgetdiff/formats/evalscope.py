@@ -15,6 +15,11 @@
   1.14 takes the nearest rank (the value at rank ceil(n * p) of the sorted successful
   requests) and rounds it to four decimals (`Latency (s)` to 0.1 ms). The file holds no
   request count.
+- Read from the database, a run names `benchmark_percentile.json` as its companion
+  (`COMPANION`): where the file edge finds that file in the database's own folder (never
+  elsewhere), `with_own` keeps evalscope's percentiles beside budgetdiff's
+  (`Run.tool_percentiles`, nearest rank), once it has checked them to be of these requests
+  (the table's end-to-end rows equal these requests' by evalscope's rule).
 - `benchmark_summary.json` (averages and counts) and `benchmark_args.json` (the run's settings)
   hold no percentile and no request: refused, naming the file to pass.
 """
@@ -27,10 +32,12 @@ import re
 import sqlite3
 import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from budgetdiff import numbers
 from budgetdiff.formats import ReadOptions
 from budgetdiff.formats._checks import (
     Ctx,
@@ -63,6 +70,9 @@ TABLE = "result"
 NEEDED = ("success", "latency", "first_chunk_latency", "inter_token_latencies")
 OPTIONAL = ("prompt_tokens", "completion_tokens", "start_time", "is_stream", "request_id")
 MAX_STEPS = 200_000  # progress-handler calls (each 1,000 SQLite instructions) before a query stops
+COMPANION = "benchmark_percentile.json"  # beside benchmark_data.db: evalscope's own percentiles
+METHOD = "nearest rank"  # evalscope 1.14's rule (budgetdiff interpolates)
+OWN = ("ttft", "total", "itl", "tpot")  # its percentiles kept beside budgetdiff's
 PASS = "pass benchmark_data.db (per request) or benchmark_percentile.json from the same folder"
 
 
@@ -221,7 +231,7 @@ def _database(data: bytes, ctx: Ctx) -> Run:
         input_tokens=cells("prompt_tokens", 1.0, None),
         output_tokens=cells("completion_tokens", 1.0, None),
         start_time=cells("start_time", 1.0, None) if "start_time" in at else None,
-        meta={"tool": "evalscope", "schema": "benchmark_data.db"},
+        meta={"tool": "evalscope", "schema": "benchmark_data.db", "companion": COMPANION},
     )
 
 
@@ -243,3 +253,46 @@ def _gaps(
             raise ctx.error(where(i, "inter_token_latencies"), "is not a JSON list") from None
     itl = number_lists(lists, lambda i: where(i, "inter_token_latencies"), ctx, latency=True)
     return Itl(values=itl.values * 1000.0, offsets=itl.offsets)
+
+
+# ---------------------------------------------------------------- evalscope's own, beside
+def nearest_rank(values: np.ndarray[Any, Any], p: float) -> float:
+    """evalscope 1.14's percentile: the value at rank ceil(n p / 100) of the sorted values
+    (numpy's `inverted_cdf`)."""
+    return float(np.percentile(values, p, method="inverted_cdf"))
+
+
+def with_own(run: Run, table: Run, source: str) -> Run:
+    """The database's run with evalscope's own percentiles (`table`, read from `source`, its
+    companion in the same folder) beside budgetdiff's, where the table is of these requests
+    (its end-to-end rows are theirs by evalscope's rule); else a note saying why not."""
+    if run.meta.get("schema") != "benchmark_data.db":
+        return run
+    if table.meta.get("schema") != COMPANION or "total" not in table.summary:
+        return _noted(run, f"{source}, beside {run.source}, is not evalscope's percentile table")
+    ends = run.total[run.succeeded] if run.total is not None else np.empty(0)
+    for p, theirs in table.summary["total"].items():
+        mine = round(nearest_rank(ends, p) / 1000.0, 4) * 1000.0 if len(ends) else np.nan
+        if not abs(mine - theirs) <= 0.05 + 1e-9:  # `Latency (s)`: four decimals, 0.1 ms
+            return _noted(
+                run,
+                f"{source}, beside {run.source}, is not of its requests (its "
+                f"{numbers.percentile(p)} end to end {numbers.ms(theirs)}, these requests' by "
+                f"its rule {numbers.ms(mine)}): evalscope's own percentiles are not shown",
+            )
+    own = {k: v for k, v in table.summary.items() if k in OWN}
+    meta = {**run.meta, "percentiles_by": "evalscope", "percentile_method": METHOD}
+    said = (
+        f"{source}: evalscope's own percentiles of the same requests, found in the folder of "
+        f"{run.source} and shown beside budgetdiff's"
+    )
+    return replace(run, tool_percentiles=own, meta=with_note(meta, said))
+
+
+def _noted(run: Run, text: str) -> Run:
+    return replace(run, meta=with_note(run.meta, text))
+
+
+def with_note(meta: dict[str, str | float], text: str) -> dict[str, str | float]:
+    old = meta.get("note")
+    return {**meta, "note": f"{old}; {text}" if isinstance(old, str) else text}

@@ -3,7 +3,9 @@
 Two runs that both number their requests r0..r999 share every id and none of their prompts.
 A request id pairs a base request with a head request only when the two agree on what they
 asked: the prompt and output token counts where both tables have them, the prompt hash where
-both give one. A head that re-ran part of the base is compared on the requests both ran.
+both give one. A head that re-ran part of the base is compared on the requests both ran; a
+re-run that got answers of other lengths pairs on what it asked (the prompts' token counts,
+where they tell prompts apart, or hashes).
 Pure: runs in, runs out.
 """
 
@@ -77,6 +79,8 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
         )
         return _paired(base, head, ib, ih, [note], unit, len(ib))
     share = float(agree.mean())
+    if share < AGREE and (same := _same_prompts(base, head, ib, ih)) is not None:
+        return _answers_differ(base, head, ib, ih, same, unit)
     if share < AGREE:
         return Match(
             base,
@@ -123,6 +127,42 @@ def _paired(
             f"compared on the {numbers.count(common)} both ran, the others are left out"
         )
     return Match(_rows(base, np.sort(ib)), _rows(head, np.sort(ih)), True, tuple(notes))
+
+
+def _same_prompts(base: Run, head: Run, ib: np.ndarray, ih: np.ndarray) -> np.ndarray | None:
+    """Where the runs' output lengths disagree but what the requests asked agrees (prompt hashes,
+    or prompt token counts that vary from request to request, so that they tell prompts
+    apart): the requests in both that agree on their prompts, or None. A re-run samples new
+    answers; its prompts are the base's."""
+    agree = np.ones(len(ib), dtype=bool)
+    proven = False
+    for name in ("input_tokens", "prompt_hash"):
+        if not _both(base, head, name):
+            continue
+        x, y = getattr(base, name)[ib], getattr(head, name)[ih]
+        text = name == "prompt_hash"
+        known = (x != "") & (y != "") if text else np.isfinite(x) & np.isfinite(y)
+        if not known.any() or (not text and len(np.unique(x[known])) < 2):
+            continue  # one prompt length for every request: it tells no prompt apart
+        agree &= ~known | (x == y)
+        proven = True
+    return agree if proven and float(agree.mean()) >= AGREE else None
+
+
+def _answers_differ(
+    base: Run, head: Run, ib: np.ndarray, ih: np.ndarray, same: np.ndarray, unit: Unit
+) -> Match:
+    """The same prompts answered anew: paired on the prompts both ran (the answers' lengths
+    are part of what changed), said so."""
+    kept = int(same.sum())
+    if kept < OVERLAP * min(base.n, head.n):
+        return Match(base, head, False, (_few_in_both(kept, base, head, unit),))
+    note = (
+        f"{numbers.count(kept)} {unit.plural} in both runs ask the same prompts (their prompt "
+        "token counts or hashes agree) but got answers of other lengths: paired on the "
+        "prompts, the answers as each run got them (--no-pair to compare every request of each)"
+    )
+    return _paired(base, head, ib[same], ih[same], [note], unit, len(ib))
 
 
 def _few_in_both(k: int, base: Run, head: Run, unit: Unit) -> str:

@@ -276,8 +276,10 @@ def _prompts(tmp_path: Path, variant: str) -> tuple[Path, Path, dict[str, np.nda
     ids = np.array([f"p{i:04d}" for i in range(n)])
     base = {"request_id": ids, "input_tokens": isl, "output_tokens": osl}
     head = {"request_id": ids[:m], "input_tokens": isl[:m], "output_tokens": osl[:m]}
-    if variant == "answers differ":  # a re-run samples new answers: other output lengths
+    if variant.startswith("answers differ"):  # a re-run samples new answers: other lengths
         head["output_tokens"] = osl[:m] + rng.integers(-10, 10, m)
+    if variant == "answers differ, one prompt length":  # the counts tell no prompt apart
+        base["input_tokens"], head["input_tokens"] = np.full(n, 1024), np.full(m, 1024)
     if variant == "ids alone":
         for side in (base, head):
             del side["input_tokens"], side["output_tokens"]
@@ -308,12 +310,32 @@ def test_d_a_head_that_re_ran_part_of_base_is_compared_on_the_requests_both_ran(
     assert "500 requests succeeded in both" in said and "2,000" in said, report["notes"]
 
 
+def test_d_a_re_run_whose_answers_differ_is_compared_on_the_prompts_both_ran(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The output lengths disagree but the prompt token counts (which tell the prompts apart)
+    agree: the same prompts answered anew, so paired on the 500 both ran, and the regression
+    of those requests is found (all of base would show an improvement)."""
+    b, h, truth = _prompts(tmp_path, "answers differ")
+    _, report, _ = _json(_compare(tmp_path, b, h, PROMPTS_BUDGET), capsys)
+    assert report["paired"] is True
+    assert report["requests"] == {"base": 2000, "head": 500}
+    total = _slo(report, "total")
+    assert total["base_ms"] == pytest.approx(_pct(truth["base_total"][:500]), rel=1e-6, abs=2e-3)
+    assert total["head_ms"] == pytest.approx(_pct(truth["head_total"]), rel=1e-6, abs=2e-3)
+    assert total["change"] == "regression"
+    said = " ".join(report["notes"])
+    assert "500 requests in both runs ask the same prompts" in said, report["notes"]
+    assert "compared on the 500 both ran" in said and "2,000" in said, report["notes"]
+
+
 def test_d_a_re_run_whose_answers_differ_says_it_compares_unequal_sets(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The ids are in both but the output lengths disagree: not proven the same requests, so
-    compared unpaired, on every request of each; the rows and the note say the same thing."""
-    b, h, truth = _prompts(tmp_path, "answers differ")
+    """The ids are in both but the output lengths disagree and nothing tells the prompts apart
+    (every prompt of one length): not proven the same requests, so compared unpaired, on every
+    request of each; the rows and the note say the same thing."""
+    b, h, truth = _prompts(tmp_path, "answers differ, one prompt length")
     _, report, _ = _json(_compare(tmp_path, b, h, PROMPTS_BUDGET), capsys)
     assert report["paired"] is False
     assert report["requests"] == {"base": 2000, "head": 500}

@@ -368,9 +368,9 @@ EVALSCOPE = SAMPLES / "evalscope"
 
 
 def _nearest_rank(values: np.ndarray[Any, Any], p: float) -> float:
-    """evalscope 1.14's `calculate_percentiles`: the value at rank ceil(n p / 100), 4 decimals."""
-    ordered = np.sort(values)
-    return round(float(ordered[max(0, int(np.ceil(len(ordered) * p / 100)) - 1)]), 4)
+    """evalscope 1.14's `calculate_percentiles`: the value at rank ceil(n p / 100), 4 decimals
+    (numpy's `inverted_cdf`)."""
+    return round(float(np.percentile(values, p, method="inverted_cdf")), 4)
 
 
 @pytest.mark.parametrize("side", ("base", "head", "fail"))
@@ -398,7 +398,8 @@ def test_evalscope_database_gives_its_own_percentile_table(side: str) -> None:
         if not label.endswith("%"):
             continue
         for column, values in mine.items():
-            assert _nearest_rank(values, float(label[:-1])) == pytest.approx(row[column], abs=1e-4)
+            # exactly evalscope's numbers: the same requests, evalscope's definition
+            assert _nearest_rank(values, float(label[:-1])) == row[column], (label, column)
 
 
 def test_evalscope_interpolated_percentiles_and_its_nearest_rank_differ_little() -> None:
@@ -464,3 +465,67 @@ def test_evalscope_database_opened_as_the_hostile_file_it_may_be(tmp_path: Path)
         con.execute("CREATE VIEW result AS SELECT * FROM data")
     with pytest.raises(InputError, match="table 'result' is missing"):
         detect.read(view.read_bytes(), "view.db", "evalscope", OPTS)
+
+
+def _evalscope_compare(
+    base: Path, head: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> dict[str, Any]:
+    budget = tmp_path / "b.yml"
+    budget.write_text("version: 1\npercentile: 95\nslo: {ttft: 5000, total: 60000}\n")
+    argv = ["compare", "--base", str(base), "--head", str(head), "--budget", str(budget)]
+    code, out, err = run([*argv, "--output", "json"], capsys)
+    assert code in (0, 1), err
+    report: dict[str, Any] = json.loads(out)
+    return report
+
+
+def test_evalscope_own_percentiles_from_the_database_folder_are_shown_beside(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """budgetdiff interpolates and evalscope takes the nearest rank: where evalscope's own table
+    is in the database's folder, each row carries evalscope's number beside budgetdiff's, the
+    method of each named, and the notes give both."""
+    report = _evalscope_compare(
+        EVALSCOPE / "base" / "benchmark_data.db",
+        EVALSCOPE / "head" / "benchmark_data.db",
+        tmp_path,
+        capsys,
+    )
+    columns = {"ttft": ("TTFT (ms)", 1.0), "total": ("Latency (s)", 1000.0)}
+    for side in ("base", "head"):
+        rows = {
+            r["Percentiles"]: r
+            for r in json.loads((EVALSCOPE / side / "benchmark_percentile.json").read_text())
+        }
+        given = report["inputs"][side]
+        assert given["percentile_method"] == "linear interpolation"
+        assert given["tool_percentiles"]["by"] == "evalscope"
+        assert given["tool_percentiles"]["method"] == "nearest rank"
+        for metric, (column, scale) in columns.items():
+            row = next(r for r in report["slo"] if r["metric"] == metric)
+            want = rows["95%"][column] * scale
+            assert row["tool_ms"][side] == pytest.approx(want, abs=5e-4)  # the report: 3 decimals
+    assert any("evalscope's own p95 (nearest rank)" in n for n in report["notes"])
+
+
+def test_evalscope_table_of_other_requests_beside_the_database_is_not_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A percentile table that is not of the database's requests (another run's, copied in) is
+    named in a note and its numbers are not shown; a database alone shows none."""
+    wrong, alone = tmp_path / "wrong", tmp_path / "alone"
+    for folder in (wrong, alone):
+        folder.mkdir()
+        (folder / "benchmark_data.db").write_bytes(
+            (EVALSCOPE / "base" / "benchmark_data.db").read_bytes()
+        )
+    (wrong / "benchmark_percentile.json").write_bytes(
+        (EVALSCOPE / "head" / "benchmark_percentile.json").read_bytes()
+    )
+    report = _evalscope_compare(
+        wrong / "benchmark_data.db", alone / "benchmark_data.db", tmp_path, capsys
+    )
+    assert report["inputs"]["base"]["tool_percentiles"] is None
+    assert report["inputs"]["head"]["tool_percentiles"] is None
+    assert all(r["tool_ms"] is None for r in report["slo"])
+    assert any("is not of its requests" in n for n in report["notes"])
