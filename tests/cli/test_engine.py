@@ -103,9 +103,9 @@ def test_each_change_equals_stats_on_the_same_values(files: dict[str, Path], col
     them on the values in memory; the percentiles are numpy's."""
     base, head = (pq.read_table(files[s])[column].to_numpy() for s in ("base", "head"))
     e = Engine()
-    cols = [ooc.Column(e, relation([str(files[s])], s), column, N, s) for s in ("base", "head")]
+    b, h = (ooc.Column(e, relation([str(files[s])], s), column, N, s) for s in ("base", "head"))
     got, head_ci = ooc.compare(
-        *cols, 95.0, 0.95, family_size=6, also=[50.0, 99.0], min_change=0.05, min_ms=5.0
+        b, h, 95.0, 0.95, family_size=6, also=[50.0, 99.0], min_change=0.05, min_ms=5.0
     )
     want = stats.compare_percentile(
         base, head, 95.0, 0.95, family_size=6, also=[50.0, 99.0], min_change=0.05, min_ms=5.0
