@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from budgetdiff import numbers
-from budgetdiff.sources.engine import Arrival, Engine, ident
+from budgetdiff.sources.engine import Arrival, Engine, Plan, Scan, ident
 from budgetdiff.stats import Change
 from budgetdiff.stats import autocorrelation as ac
 from budgetdiff.stats import change as ch
@@ -39,9 +39,9 @@ class Column:
     n: int
     label: str
 
-    def at(self, ranks: Sequence[int]) -> dict[int, float]:
+    def at(self, ranks: Sequence[int], verify: bool = True) -> dict[int, float]:
         inside = [r for r in ranks if 0 <= r < self.n]
-        return self.engine.order_statistics(self.rel, self.name, self.n, inside, self.label)
+        return self.engine.order_statistics(self.rel, self.name, self.n, inside, self.label, verify)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +51,7 @@ class EngineSide:
 
     side: ch._Side
     n: int
+    scan: Scan  # what its pass over the column counted and kept
 
 
 def autocorr(a: Arrival, n: int) -> ac.Autocorr:
@@ -86,12 +87,29 @@ def _runs_z(a: Arrival, n: int) -> float:
     return cross / ss * math.sqrt(n)
 
 
-def side(col: Column, p: float, confidence: float, also: Sequence[float]) -> EngineSide:
-    """`stats.change._side`, its ranks asked of the engine."""
+@dataclass(frozen=True, slots=True)
+class Ranks:
+    """A side's ranks as `stats.change._side` takes them, and the order statistics there (one
+    query, checked by the side's scan)."""
+
+    q: float
+    virtual: float
+    lo: int
+    hi: int
+    lr: int
+    ur: int
+    mid: int
+    k: float
+    sd_rank: float
+    bounds: tuple[int, int]
+    extra: list[tuple[int, int, float]]
+    part: dict[int, float]
+
+
+def ranks(col: Column, p: float, confidence: float, also: Sequence[float]) -> Ranks:
     n, q = col.n, p / 100.0
     virtual = (n - 1) * q
     lo = math.floor(virtual)
-    hi = min(lo + 1, n - 1)
     sd_rank = math.sqrt(n * q * (1.0 - q))
     h = normal_quantile((1.0 + confidence) / 2.0) * sd_rank
     k = n * q
@@ -100,9 +118,17 @@ def side(col: Column, p: float, confidence: float, also: Sequence[float]) -> Eng
     extra = [linear_ranks(n, x) for x in also]
     mid = (n - 1) // 2
     bounds = ch._bound_ranks(n, k, sd_rank, confidence)
-    part = col.at([lo, hi, lr, ur, mid, *bounds, *(r for e in extra for r in e[:2])])
-    value = lerp(part[lo], part[hi], virtual - lo)
-    others = tuple(lerp(part[x], part[y], t) for x, y, t in extra)
+    hi = min(lo + 1, n - 1)
+    wanted = [lo, hi, lr, ur, mid, *bounds, *(r for e in extra for r in e[:2])]
+    part = col.at(wanted, verify=False)
+    return Ranks(q, virtual, lo, hi, lr, ur, mid, k, sd_rank, bounds, extra, part)
+
+
+def side(col: Column, r: Ranks, bracket: tuple[float, float], confidence: float) -> EngineSide:
+    """`stats.change._side`, from the side's order statistics and one scan of its column."""
+    n, part, virtual, lr, ur, sd_rank = col.n, r.part, r.virtual, r.lr, r.ur, r.sd_rank
+    value = lerp(part[r.lo], part[r.hi], virtual - r.lo)
+    others = tuple(lerp(part[x], part[y], t) for x, y, t in r.extra)
     se = (part[ur] - part[lr]) / max(ur - lr, 1) * sd_rank
     down = (value - part[lr]) / max(virtual - lr, 0.5) * sd_rank
     up = (part[ur] - value) / max(ur - virtual, 0.5) * sd_rank
@@ -110,20 +136,21 @@ def side(col: Column, p: float, confidence: float, also: Sequence[float]) -> Eng
     down, up = (
         math.sqrt(ch.HALF_BAND * v * v + (1.0 - ch.HALF_BAND) * se * se) for v in (down, up)
     )
-    auto = autocorr(col.engine.arrival(col.rel, col.name, n, value, part[mid], col.label), n)
+    scan = col.engine.scan(col.rel, col.name, n, Plan(value, part[r.mid], part, bracket), col.label)
+    auto = autocorr(scan.arrival, n)
     df = 1.0 / (1.0 / (ch.SPARSITY_DF_PER_RANK * max(ur - lr, 1)) + 1.0 / auto.df)
-    tied = col.engine.band(col.rel, col.name, part[lr], part[ur], col.label) * 2 < ur - lr + 1
-    tick = col.engine.tick(col.rel, col.name, part[lr], part[ur], col.label) if tied else 0.0
+    tied, tick = _tied(col, scan, part[lr], part[ur], ur - lr + 1)
     inflate = math.sqrt(auto.factor)
+    bounds = r.bounds
     if auto.factor > 1.0:
-        bounds = ch._bound_ranks(n, k, sd_rank * inflate, confidence)
+        bounds = ch._bound_ranks(n, r.k, sd_rank * inflate, confidence)
         part = {**part, **col.at(list(bounds))}
     s = ch._Side(
         value=value,
         down=down * inflate,
         up=up * inflate,
         se=se * inflate,
-        bias=(1.0 - 2.0 * q) * (part[ur] - part[lr]) / max(ur - lr, 1),
+        bias=(1.0 - 2.0 * r.q) * (part[ur] - part[lr]) / max(ur - lr, 1),
         indicator=np.empty(0, dtype=np.bool_),  # never read here: `n` says the size
         inflation=auto.factor,
         df=df,
@@ -134,7 +161,36 @@ def side(col: Column, p: float, confidence: float, also: Sequence[float]) -> Eng
         ceiling=part[bounds[1]] if bounds[1] < n else math.inf,
         skew=skew,
     )
-    return EngineSide(s, n)
+    return EngineSide(s, n, scan)
+
+
+def _tied(col: Column, scan: Scan, low: float, high: float, ranks: int) -> tuple[bool, float]:
+    """`stats.change._tied`, from the values the scan kept around the percentiles (or by
+    queries when it kept none): far fewer distinct values than ranks in the band, and the
+    step between them there."""
+    if scan.bracket is None:
+        tied = col.engine.band(col.rel, col.name, low, high, col.label) * 2 < ranks
+        return tied, col.engine.tick(col.rel, col.name, low, high, col.label) if tied else 0.0
+    b = scan.bracket
+    band = b[np.searchsorted(b, low, "left") : np.searchsorted(b, high, "right")]
+    steps = np.diff(band)
+    distinct = int(np.count_nonzero(steps)) + min(len(band), 1)
+    if distinct * 2 >= ranks:
+        return False, 0.0
+    if distinct > 1:
+        return True, float(steps[steps > 0].min())
+    return True, col.engine.tick(col.rel, col.name, low, high, col.label)
+
+
+def _above(col: Column, s: EngineSide, bound: float) -> tuple[int, int]:
+    """Values of the side above `bound` and equal to it: from the values its scan kept when
+    `bound` is inside them, else a query."""
+    b = s.scan.bracket
+    if b is not None and b.size and b[0] <= bound <= b[-1]:
+        upto = s.scan.below + int(np.searchsorted(b, bound, "right"))
+        at = int(np.searchsorted(b, bound, "right") - np.searchsorted(b, bound, "left"))
+        return col.n - upto, at
+    return col.engine.above(col.rel, col.name, bound, col.label)
 
 
 def head_interval(h: EngineSide, confidence: float) -> tuple[float, float]:
@@ -160,7 +216,12 @@ def compare(
     need = needed_for_interval(p, confidence)
     if min(base.n, head.n) < need:
         return _too_few(base, head, p, also, need), None
-    sb, sh = side(base, p, confidence, also), side(head, p, confidence, also)
+    rb, rh = ranks(base, p, confidence, also), ranks(head, p, confidence, also)
+    # the values both scans keep: both sides' bands, and what lies between them (where the
+    # pooled percentile, and base's percentile among head's values, are)
+    low = min(rb.part[rb.lr], rh.part[rh.lr])
+    high = max(rb.part[rb.ur], rh.part[rh.ur])
+    sb, sh = side(base, rb, (low, high), confidence), side(head, rh, (low, high), confidence)
     others = tuple(zip(sb.side.others, sh.side.others, strict=True))
     if sb.side.tied or sh.side.tied:
         test = _tied_test(sb, sh, base, head, p, confidence)
@@ -243,7 +304,7 @@ def _tied_test(
     delta = h.value - b.value
     band = ch._spread(b.se, h.se, b, h, 0.0)
     tc = t_quantile((1.0 + confidence) / 2.0, band.df)
-    z, q = _exceedance_z(base, head, p, max(b.inflation, h.inflation))
+    z, q = _exceedance_z(sb, sh, base, head, p)
     agree = z * delta > 0.0
     p_value = t_two_sided_p(z, band.df) if agree else 1.0
     if agree:
@@ -265,21 +326,14 @@ def _tied_test(
     )
 
 
-def _exceedance_z(base: Column, head: Column, p: float, inflation: float) -> tuple[float, float]:
-    """`stats.change._exceedance_z`: the pooled p-th percentile q of both sides' rows (one
-    query over their union), each side's score above it (1/2 at it), z of head's against base's."""
-    c = ident(base.name)
-    pool = Column(
-        base.engine,
-        f"(SELECT {c} FROM {base.rel} UNION ALL SELECT {c} FROM {head.rel})",
-        base.name,
-        base.n + head.n,
-        f"{base.label} and {head.label}",
-    )
-    lo, hi, t = linear_ranks(pool.n, p)
-    part = pool.at([lo, hi, pool.n - 1])
-    q = lerp(part[lo], part[hi], t)
-    (gb, eb), (gh, eh) = (col.engine.above(col.rel, col.name, q, col.label) for col in (base, head))
+def _exceedance_z(
+    sb: EngineSide, sh: EngineSide, base: Column, head: Column, p: float
+) -> tuple[float, float]:
+    """`stats.change._exceedance_z`: the pooled p-th percentile q of both sides' rows, each
+    side's score above it (1/2 at it), z of head's against base's."""
+    inflation = max(sb.side.inflation, sh.side.inflation)
+    q = _pooled(sb, sh, base, head, p)
+    (gb, eb), (gh, eh) = _above(base, sb, q), _above(head, sh, q)
     nb, nh = base.n, head.n
     score_b, score_h = float(gb + 0.5 * eb), float(gh + 0.5 * eh)
     mean = (score_b + score_h) / (nb + nh)
@@ -290,6 +344,30 @@ def _exceedance_z(base: Column, head: Column, p: float, inflation: float) -> tup
     return (score_h / nh - score_b / nb) / math.sqrt(var), q
 
 
+def _pooled(sb: EngineSide, sh: EngineSide, base: Column, head: Column, p: float) -> float:
+    """The p-th percentile of both sides' rows together: from the values both scans kept (the
+    same bracket, so the count below it adds up) when its ranks are among them, else one query
+    over the union of the two."""
+    n = base.n + head.n
+    lo, hi, t = linear_ranks(n, p)
+    kb, kh = sb.scan.bracket, sh.scan.bracket
+    if kb is not None and kh is not None:
+        below = sb.scan.below + sh.scan.below
+        both = np.sort(np.concatenate([kb, kh]))
+        if below <= lo and hi - below < both.size:
+            return lerp(float(both[lo - below]), float(both[hi - below]), t)
+    c = ident(base.name)
+    pool = Column(
+        base.engine,
+        f"(SELECT {c} FROM {base.rel} UNION ALL SELECT {c} FROM {head.rel})",
+        base.name,
+        n,
+        f"{base.label} and {head.label}",
+    )
+    part = pool.at([lo, hi, n - 1])
+    return lerp(part[lo], part[hi], t)
+
+
 def _tail_test(
     sb: EngineSide, sh: EngineSide, head: Column, p: float, *, delta: float, df: float
 ) -> RowTest:
@@ -297,7 +375,7 @@ def _tail_test(
     b, h = sb.side, sh.side
     q = p / 100.0
     nh, nb = head.n, sb.n
-    gt, eq = head.engine.above(head.rel, head.name, b.value, head.label)
+    gt, eq = _above(head, sh, b.value)
     above = gt + 0.5 * eq
     var = (h.inflation / nh + b.inflation / nb) / 4.0
     z = (math.asin(math.sqrt(above / nh)) - math.asin(math.sqrt(1.0 - q))) / math.sqrt(var)

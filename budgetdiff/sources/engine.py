@@ -30,6 +30,7 @@ from budgetdiff.errors import InputError, UsageError
 ENGINES = ("duckdb",)
 MEMORY_LIMIT = "3GB"  # DuckDB's own limit; past it, it spills (the exact quantile aggregate cannot)
 BATCH_ROWS = 1 << 20  # rows per record batch of the arrival-order pass
+MAX_BRACKET = 8_000_000  # values a scan keeps around the percentiles (64 MB); past it, queries
 SUFFIXES = {".parquet": "read_parquet", ".csv": "read_csv"}
 
 
@@ -142,28 +143,26 @@ class Engine:
         return int(row[0]), [int(v) for v in row[1:]]
 
     def order_statistics(
-        self, rel: str, column: str, n: int, ranks: Sequence[int], label: str
+        self, rel: str, column: str, n: int, ranks: Sequence[int], label: str, verify: bool = True
     ) -> dict[int, float]:
-        """The values at 0-based `ranks` of the column sorted ascending, each checked: the
-        values below it are at most its rank, those at or below it more."""
+        """The values at 0-based `ranks` of the column sorted ascending, each checked (here, or
+        by the caller's `scan` when `verify` is False): the values below it are at most its
+        rank, those at or below it more."""
         ranks = sorted(set(ranks))
         qs = ", ".join(repr((r + 0.5) / n) for r in ranks)
         c = ident(column)
         sql = f"SELECT quantile_disc({c}::DOUBLE, [{qs}]) FROM {rel}"
         values = [float(v) for v in self._run(sql, label)[0]]
+        if not verify:
+            return dict(zip(ranks, values, strict=True))
         checks = ", ".join(
             f"count(*) FILTER (WHERE {c} < {v!r}), count(*) FILTER (WHERE {c} <= {v!r})"
             for v in values
         )
         got = self._run(f"SELECT {checks} FROM {rel}", label)
-        for i, (r, v) in enumerate(zip(ranks, values, strict=True)):
-            below, upto = int(got[2 * i]), int(got[2 * i + 1])
-            if not below <= r < upto:
-                raise InputError(
-                    f"{label}: {column}: the engine's value at rank {r + 1} ({v!r}) has "
-                    f"{below} values below it and {upto} at or below: not that rank"
-                )
-        return dict(zip(ranks, values, strict=True))
+        at = dict(zip(ranks, values, strict=True))
+        check_ranks(at, {v: (int(got[2 * i]), int(got[2 * i + 1])) for i, v in enumerate(values)})
+        return at
 
     def band(self, rel: str, column: str, low: float, high: float, label: str) -> int:
         """Distinct values in [low, high] (are values tied there: quantised data?)."""
@@ -199,31 +198,98 @@ class Engine:
         row = self._run(sql, label)
         return int(row[0]), int(row[1])
 
-    def arrival(
-        self, rel: str, column: str, n: int, value: float, median: float, label: str
-    ) -> Arrival:
-        """One pass over the column in file order (record batches): the batch counts of
-        I(x <= value) in batches of isqrt(n), and the runs test's counts around `median`."""
-        batch = max(1, math.isqrt(n))
-        blocks = n // batch
-        counts = np.zeros(blocks, dtype=np.int64)
-        above = both = seen = 0
-        first = last = False
+    def scan(self, rel: str, column: str, n: int, plan: Plan, label: str) -> Scan:
+        """One pass over the column in file order (record batches, each reduced with numpy
+        and dropped): what `Plan` asks."""
         start = time.perf_counter()
+        acc = _Accumulator(plan, n)
         for rb in self._stream(f"SELECT {ident(column)}::DOUBLE FROM {rel}", label):
-            x = rb.column(0).to_numpy(zero_copy_only=False)
-            _add_batches(counts, x <= value, seen, batch)
-            up = x > median
-            if up.size:
-                above += int(np.count_nonzero(up))
-                both += int(np.count_nonzero(up[:-1] & up[1:])) + int(last and bool(up[0]))
-                first = bool(up[0]) if seen == 0 else first
-                last = bool(up[-1])
-            seen += x.size
+            acc.add(rb.column(0).to_numpy(zero_copy_only=False))
         self.seconds.append(time.perf_counter() - start)
-        if seen != n:
-            raise InputError(f"{label}: {column}: {seen} rows streamed, {n} counted")
-        return Arrival(counts, batch, above, both, first, last)
+        if acc.seen != n:
+            raise InputError(f"{label}: {column}: {acc.seen} rows streamed, {n} counted")
+        return acc.result(label, column)
+
+
+def check_ranks(at: dict[int, float], counts: dict[float, tuple[int, int]]) -> None:
+    """Each order statistic is the value at its rank: at most `rank` values below it, more
+    at or below it (`counts`: below and at-or-below, per value); else an error, not a number."""
+    for r, v in at.items():
+        below, upto = counts[v]
+        if not below <= r < upto:
+            raise InputError(
+                f"the engine's value at rank {r + 1} ({v!r}) has {below} values below it "
+                f"and {upto} at or below: not that rank"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one pass over a column computes: I(x <= value) in batches and the runs test around
+    `median` (the autocorrelation check), the counts that check the order statistics `at`,
+    and the values in `bracket` (low, high) with the count below it (none past MAX_BRACKET)."""
+
+    value: float
+    median: float
+    at: dict[int, float]
+    bracket: tuple[float, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    arrival: Arrival
+    bracket: np.ndarray[Any, np.dtype[np.float64]] | None  # sorted; None: more than the cap
+    below: int  # values below the bracket
+
+
+class _Accumulator:
+    """A scan's counts, batch by batch."""
+
+    def __init__(self, plan: Plan, n: int) -> None:
+        self.plan, self.n = plan, n
+        self.batch = max(1, math.isqrt(n))
+        self.counts = np.zeros(n // self.batch, dtype=np.int64)
+        self.checks = np.array(sorted(set(plan.at.values())), dtype=np.float64)
+        self.below_check = np.zeros(self.checks.size + 1, dtype=np.int64)
+        self.upto_check = np.zeros(self.checks.size + 1, dtype=np.int64)
+        self.above = self.both = self.seen = self.below = self.kept = 0
+        self.first = self.last = False
+        self.parts: list[np.ndarray[Any, np.dtype[np.float64]]] | None = []
+
+    def add(self, x: np.ndarray[Any, np.dtype[np.float64]]) -> None:
+        if not x.size:
+            return
+        _add_batches(self.counts, x <= self.plan.value, self.seen, self.batch)
+        up = x > self.plan.median
+        self.above += int(np.count_nonzero(up))
+        self.both += int(np.count_nonzero(up[:-1] & up[1:])) + int(self.last and bool(up[0]))
+        self.first = bool(up[0]) if self.seen == 0 else self.first
+        self.last = bool(up[-1])
+        m = self.checks.size + 1  # x < v_j iff the checks <= x are j or fewer
+        self.below_check += np.bincount(np.searchsorted(self.checks, x, "right"), minlength=m)
+        self.upto_check += np.bincount(np.searchsorted(self.checks, x, "left"), minlength=m)
+        low, high = self.plan.bracket
+        self.below += int(np.count_nonzero(x < low))
+        if self.parts is not None:
+            inside = x[(x >= low) & (x <= high)]
+            self.kept += inside.size
+            self.parts.append(inside)
+            if self.kept > MAX_BRACKET:
+                self.parts = None
+        self.seen += x.size
+
+    def result(self, label: str, column: str) -> Scan:
+        below, upto = np.cumsum(self.below_check), np.cumsum(self.upto_check)
+        counts = {float(v): (int(below[j]), int(upto[j])) for j, v in enumerate(self.checks)}
+        try:
+            check_ranks(self.plan.at, counts)
+        except InputError as e:
+            raise InputError(f"{label}: {column}: {e}") from None
+        arrival = Arrival(self.counts, self.batch, self.above, self.both, self.first, self.last)
+        kept = None
+        if self.parts is not None:
+            kept = np.sort(np.concatenate([np.empty(0, dtype=np.float64), *self.parts]))
+        return Scan(arrival, kept, self.below)
 
 
 def _add_batches(counts: np.ndarray[Any, np.dtype[np.int64]], hit: Any, start: int, b: int) -> None:
@@ -232,7 +298,7 @@ def _add_batches(counts: np.ndarray[Any, np.dtype[np.int64]], hit: Any, start: i
     end = min(start + hit.size, counts.size * b)
     if end <= start:
         return
-    index = np.arange(start, end, dtype=np.int64) // b
-    counts += np.bincount(index, weights=hit[: end - start], minlength=counts.size).astype(
-        np.int64
-    )[: counts.size]
+    first = start // b
+    cuts = np.concatenate(([0], np.arange((first + 1) * b, end, b) - start))
+    sums = np.add.reduceat(hit[: end - start].view(np.uint8), cuts, dtype=np.int64)
+    counts[first : first + cuts.size] += sums

@@ -18,6 +18,7 @@ import pytest
 from budgetdiff import stats
 from budgetdiff.cli import main
 from budgetdiff.measure import engine as ooc
+from budgetdiff.sources import engine as engine_source
 from budgetdiff.sources.engine import Engine, relation
 
 BUDGET = """version: 1
@@ -97,10 +98,16 @@ def test_the_report_equals_the_in_memory_compare(
     assert {x["what"] for x in engine["not_computed"]} >= {"pairing", "attribution"}
 
 
+@pytest.mark.parametrize("kept", [True, False])
 @pytest.mark.parametrize("column", ["queue_ms", "app_ms", "e2e_ms"])
-def test_each_change_equals_stats_on_the_same_values(files: dict[str, Path], column: str) -> None:
+def test_each_change_equals_stats_on_the_same_values(
+    files: dict[str, Path], column: str, kept: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The whole Change (tests and flags too) and head's own interval, as `stats` computes
-    them on the values in memory; the percentiles are numpy's."""
+    them on the values in memory; the percentiles are numpy's. With the values around the
+    percentiles kept by the scan, and without (each count then its own query)."""
+    if not kept:
+        monkeypatch.setattr(engine_source, "MAX_BRACKET", 0)
     base, head = (pq.read_table(files[s])[column].to_numpy() for s in ("base", "head"))
     e = Engine()
     b, h = (ooc.Column(e, relation([str(files[s])], s), column, N, s) for s in ("base", "head"))
