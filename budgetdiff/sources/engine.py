@@ -265,9 +265,13 @@ class _Accumulator:
         self.both += int(np.count_nonzero(up[:-1] & up[1:])) + int(self.last and bool(up[0]))
         self.first = bool(up[0]) if self.seen == 0 else self.first
         self.last = bool(up[-1])
-        m = self.checks.size + 1  # x < v_j iff the checks <= x are j or fewer
-        self.below_check += np.bincount(np.searchsorted(self.checks, x, "right"), minlength=m)
-        self.upto_check += np.bincount(np.searchsorted(self.checks, x, "left"), minlength=m)
+        # x < v_j iff j or fewer checks are <= x (i <= j for i = that count); x == v_j only
+        # where i = j + 1: one search, and one comparison for the ties
+        m = self.checks.size + 1
+        i = np.searchsorted(self.checks, x, "right")
+        self.below_check += np.bincount(i, minlength=m)
+        tie = x == self.checks[np.maximum(i - 1, 0)]
+        self.upto_check += np.bincount(i[tie] - 1, minlength=m)
         low, high = self.plan.bracket
         self.below += int(np.count_nonzero(x < low))
         if self.parts is not None:
@@ -279,7 +283,8 @@ class _Accumulator:
         self.seen += x.size
 
     def result(self, label: str, column: str) -> Scan:
-        below, upto = np.cumsum(self.below_check), np.cumsum(self.upto_check)
+        below = np.cumsum(self.below_check)  # values below each check
+        upto = below + self.upto_check  # and at it
         counts = {float(v): (int(below[j]), int(upto[j])) for j, v in enumerate(self.checks)}
         try:
             check_ranks(self.plan.at, counts)
