@@ -16,6 +16,7 @@ from typing import Any
 from budgetdiff import numbers, stats
 from budgetdiff.budget.model import Budget
 from budgetdiff.errors import UsageError
+from budgetdiff.formats.native.names import CLASS, FAILURE, TIME, rule_for
 from budgetdiff.measure import engine as ooc
 from budgetdiff.measure.rows import OTHER_PERCENTILES
 from budgetdiff.render.json import _f
@@ -80,6 +81,20 @@ def rows_of(budget: Budget, columns: Sequence[str], where: str) -> list[EngineRo
     return rows
 
 
+def _honoured(columns: Sequence[str], where: str) -> None:
+    """Exit 2 on a column the in-memory reader would act on and this path does not: a
+    request's failure (the in-memory compare leaves failed requests out), its start time (it
+    orders requests by it), its run or its class of traffic."""
+    for c in columns:
+        rule = rule_for(c)
+        if rule is not None and (rule.role in (FAILURE, TIME, CLASS) or rule.target == "run"):
+            raise UsageError(
+                f"--engine duckdb: {where}: column {c} ({rule.target}) is not read on the "
+                "engine path, which takes every row as one succeeded request of one run, in "
+                "file order: compare without --engine, or select the rows without that column"
+            )
+
+
 def compare(
     base: Sequence[str], head: Sequence[str], budget: Budget, fail_on: Sequence[str]
 ) -> dict[str, Any]:
@@ -88,6 +103,8 @@ def compare(
     target (`breach`) or a slice's over its budget (`over_budget`)."""
     engine = Engine()
     rels = relation(base, "--base"), relation(head, "--head")
+    for rel, paths in zip(rels, (base, head), strict=True):
+        _honoured(engine.columns(rel, ", ".join(paths)), ", ".join(paths))
     columns = engine.columns(rels[1], "--head")
     rows = rows_of(budget, columns, ", ".join(head))
     wanted = list(dict.fromkeys(r.column for r in rows))

@@ -83,8 +83,13 @@ class Engine:
     con: Any = None
 
     def __post_init__(self) -> None:
-        import duckdb  # the engine only when asked
-
+        try:
+            import duckdb  # the engine only when asked
+        except ImportError:
+            raise UsageError(
+                "--engine duckdb: needs the duckdb package (not installed); "
+                "pip install 'budgetdiff[sql]'"
+            ) from None
         spill = Path(tempfile.gettempdir()) / "budgetdiff-engine-spill"
         self.con = duckdb.connect()
         self.con.execute(f"SET memory_limit = {literal(self.memory_limit)}")

@@ -160,6 +160,8 @@ def test_a_glob_and_csv_read_every_file(tmp_path: Path, capsys: pytest.CaptureFi
         ("json", "give native Parquet (.parquet) or CSV (.csv) files"),
         ("nothing", "the engine refused the query"),
         ("text", "the engine refused the query"),
+        ("status", "column status (status) is not read on the engine path"),
+        ("start_time", "column start_time (start_time) is not read on the engine path"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -177,6 +179,8 @@ def test_bad_input_is_one_line_and_exit_2(
         t = t.set_column(t.schema.get_field_index("decode_ms"), "decode_ms", pa.array(decode))
     elif change == "text":
         t = t.set_column(3, "decode_ms", pa.array(["slow"] * 1_000))
+    elif change in ("status", "start_time"):
+        t = t.append_column(change, pa.array(["ok"] * 1_000))
     pq.write_table(t, head)
     if change == "json":
         head = tmp_path / "head.json"
