@@ -398,6 +398,7 @@ def _too_few(base: Column, head: Column, p: float, also: Sequence[float], need: 
     """Fewer rows than an interval needs: the percentiles only (as `stats.change._too_few`)."""
     sides = []
     for col in (base, head):
+        col.engine.check_missing(col.rel, col.name, col.label)  # no scan checks it here
         ranks = [linear_ranks(col.n, x) for x in (p, *also)]
         part = col.at([r for lo, hi, _ in ranks for r in (lo, hi)])
         sides.append([lerp(part[lo], part[hi], t) for lo, hi, t in ranks])

@@ -138,14 +138,15 @@ class Engine:
         self.seconds.append(0.0)
         return [str(r[0]) for r in rows]
 
-    def counts(self, rel: str, columns: Sequence[str], label: str) -> tuple[int, list[int]]:
-        """Rows, and each column's values that are missing (NULL or NaN)."""
-        missing = ", ".join(
-            f"count(*) FILTER (WHERE {ident(c)} IS NULL OR isnan({ident(c)}::DOUBLE))"
-            for c in columns
-        )
-        row = self._run(f"SELECT count(*), {missing} FROM {rel}", label)
-        return int(row[0]), [int(v) for v in row[1:]]
+    def rows(self, rel: str, label: str) -> int:
+        """The relation's rows (Parquet: from the files' footers)."""
+        return int(self._run(f"SELECT count(*) FROM {rel}", label)[0])
+
+    def check_missing(self, rel: str, column: str, label: str) -> None:
+        """Exit 2 when the column has a missing value (a scan checks its own as it goes)."""
+        c = ident(column)
+        sql = f"SELECT count(*) FILTER (WHERE {c} IS NULL OR isnan({c}::DOUBLE)) FROM {rel}"
+        missing_check(int(self._run(sql, label)[0]), label, column)
 
     def order_statistics(
         self, rel: str, column: str, n: int, ranks: Sequence[int], label: str, verify: bool = True
@@ -216,6 +217,14 @@ class Engine:
         return acc.result(label, column)
 
 
+def missing_check(missing: int, label: str, column: str) -> None:
+    if missing:
+        raise UsageError(
+            f"--engine duckdb: {label}: column {column} has {missing} missing values (NULL or "
+            "NaN); the engine path needs every request's value: drop those rows"
+        )
+
+
 def check_ranks(at: dict[int, float], counts: dict[float, tuple[int, int]]) -> None:
     """Each order statistic is the value at its rank: at most `rank` values below it, more
     at or below it (`counts`: below and at-or-below, per value); else an error, not a number."""
@@ -257,13 +266,14 @@ class _Accumulator:
         self.checks = np.array(sorted(set(plan.at.values())), dtype=np.float64)
         self.below_check = np.zeros(self.checks.size + 1, dtype=np.int64)
         self.upto_check = np.zeros(self.checks.size + 1, dtype=np.int64)
-        self.above = self.both = self.seen = self.below = self.kept = 0
+        self.above = self.both = self.seen = self.below = self.kept = self.missing = 0
         self.first = self.last = False
         self.parts: list[np.ndarray[Any, np.dtype[np.float64]]] | None = []
 
     def add(self, x: np.ndarray[Any, np.dtype[np.float64]]) -> None:
         if not x.size:
             return
+        self.missing += int(np.count_nonzero(np.isnan(x)))  # NULLs arrive as NaN
         _add_batches(self.counts, x <= self.plan.value, self.seen, self.batch)
         up = x > self.plan.median
         self.above += int(np.count_nonzero(up))
@@ -288,6 +298,7 @@ class _Accumulator:
         self.seen += x.size
 
     def result(self, label: str, column: str) -> Scan:
+        missing_check(self.missing, label, column)  # before the ranks: a NaN shifts them
         below = np.cumsum(self.below_check)  # values below each check
         upto = below + self.upto_check  # and at it
         counts = {float(v): (int(below[j]), int(upto[j])) for j, v in enumerate(self.checks)}

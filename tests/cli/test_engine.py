@@ -192,3 +192,23 @@ def test_bad_input_is_one_line_and_exit_2(
     err = capsys.readouterr().err
     assert code == 2, err
     assert says in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_too_few_rows_give_the_percentiles_without_an_interval(tmp_path: Path) -> None:
+    sides = {}
+    for side, seed in (("base", 8), ("head", 9)):
+        pq.write_table(_table(seed, 1.0, 50), tmp_path / f"{side}.parquet")
+        sides[side] = pq.read_table(tmp_path / f"{side}.parquet")["e2e_ms"].to_numpy()
+    e = Engine()
+    b, h = (
+        ooc.Column(e, relation([str(tmp_path / f"{s}.parquet")], s), "e2e_ms", 50, s)
+        for s in ("base", "head")
+    )
+    got, head_ci = ooc.compare(
+        b, h, 95.0, 0.95, family_size=1, also=[50.0], min_change=0.05, min_ms=5.0
+    )
+    want = stats.compare_percentile(
+        sides["base"], sides["head"], 95.0, 0.95, family_size=1, also=[50.0], min_change=0.05
+    )
+    assert got == want and got.ci is None and head_ci is None
+    assert got.head == np.percentile(sides["head"], 95)
