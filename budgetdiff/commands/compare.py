@@ -24,6 +24,10 @@ SQL_ONLY = ("sql_table", "sql_query", "sql_time")  # and --sql itself
 
 
 def run(o: RunOptions, edge: Edge) -> int:
+    if o.engine:  # issue 36: out of core, its own report (docs/performance.md)
+        from budgetdiff.commands.engine import run as run_engine
+
+        return run_engine(o, edge)
     return evaluate_and_finish(request(o, edge, compare=True), o, edge)
 
 

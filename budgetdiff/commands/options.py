@@ -124,6 +124,7 @@ class RunOptions:
     accept_label: str = "budgetdiff:accept"
     write: bool = False  # rebudget: update the budget file
     pair: bool | None = None  # compare: --pair True, --no-pair False, neither: where proven
+    engine: str | None = None  # issue 36: compare --engine duckdb, out of core
     # issue 27: `--prometheus URL` reads the sides from a live Prometheus
     prometheus: str | None = None
     base_match: str | None = None

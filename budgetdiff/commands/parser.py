@@ -164,6 +164,12 @@ def _base_arguments(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="with --github: base results from artifact NAME on the base branch",
     )
+    p.add_argument(
+        "--engine",
+        choices=("duckdb",),  # sources.engine.ENGINES
+        help="read --base/--head (Parquet or CSV files, globs too) through this embedded engine, "
+        "in bounded memory, for tables of any size (docs/performance.md)",
+    )
     by_id = p.add_mutually_exclusive_group()
     by_id.add_argument(
         "--pair",

@@ -1,0 +1,214 @@
+"""`compare --engine duckdb` (issue 36 item 2): native Parquet/CSV files through DuckDB, out of
+core. The same numbers as the in-memory compare on the same 1e5 rows, exactly (percentiles,
+intervals, p-values, verdicts); percentiles equal numpy's on the same rows; the autocorrelated
+and the quantised (tied) paths included; bad input is exit 2 and one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+from budgetdiff import stats
+from budgetdiff.cli import main
+from budgetdiff.measure import engine as ooc
+from budgetdiff.sources import engine as engine_source
+from budgetdiff.sources.engine import Engine, relation
+
+BUDGET = """version: 1
+percentile: 95
+slo: {ttft: 1200, total: 12000}
+slices: {queue: 250, prefill: 800, decode: 10000, app: 300}
+first_token_after: prefill
+"""
+N = 100_000
+FIELDS = (
+    "base_ms", "head_ms", "delta_ms", "delta_pct", "ci_ms", "head_ci_ms", "change",
+    "p_value", "mde_pct", "needed", "notes", "family", "percentiles",
+)  # fmt: skip
+
+
+def _table(seed: int, slow: float, n: int = N) -> pa.Table:
+    """Requests of the usual shape; queue autocorrelated in arrival order (load regimes), app
+    in whole milliseconds (quantised: the tied path)."""
+    rng = np.random.default_rng(seed)
+    regime = np.repeat(rng.lognormal(0.0, 0.5, n // 500 + 1), 500)[:n]
+    queue = (rng.exponential(35, n) * regime).round(3)
+    prefill = rng.lognormal(np.log(300), 0.4, n).round(3)
+    decode = (rng.integers(16, 1024, n) * rng.lognormal(np.log(8), 0.25, n) * slow).round(3)
+    app = rng.lognormal(np.log(60), 0.3, n).round(0)
+    ttft = (queue + prefill).round(3)
+    return pa.table(
+        {
+            "request_id": [f"r{i}" for i in range(n)],
+            "queue_ms": queue,
+            "prefill_ms": prefill,
+            "decode_ms": decode,
+            "app_ms": app,
+            "ttft_ms": ttft,
+            "e2e_ms": (ttft + decode + app).round(3),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("engine")
+    out = {"budget": d / "budget.yml"}
+    out["budget"].write_text(BUDGET)
+    for side, seed, slow in (("base", 1, 1.0), ("head", 2, 1.05)):
+        out[side] = d / f"{side}.parquet"
+        pq.write_table(_table(seed, slow), out[side], row_group_size=30_000)
+    return out
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    code = main(["compare", *args, "--output", "json"])
+    out = capsys.readouterr().out
+    assert code in (0, 1), out
+    return dict(json.loads(out))
+
+
+def _rows(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {r.get("metric", r.get("name")): r for r in (*report["slo"], *report["slices"])}
+
+
+def test_the_report_equals_the_in_memory_compare(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ["--base", str(files["base"]), "--head", str(files["head"])]
+    common += ["--budget", str(files["budget"])]
+    memory = _rows(_run(capsys, *common, "--no-pair"))
+    engine = _run(capsys, *common, "--engine", "duckdb")
+    rows = _rows(engine)
+    assert set(rows) == {"ttft", "total", "queue", "prefill", "decode", "app"}
+    for name, row in rows.items():
+        assert {f: row[f] for f in FIELDS} == {f: memory[name][f] for f in FIELDS}, name
+    assert rows["decode"]["change"] == "regression"  # a real change, found the same way
+    assert any("autocorrelated" in n for n in rows["queue"]["notes"])  # the inflated path
+    assert any("quantised" in n for n in rows["app"]["notes"])  # the tied path
+    assert engine["verdict"] == "fail" and engine["requests"] == {"base": N, "head": N}
+    assert any("quantile_disc" in q for q in engine["queries"])  # the query sent is shown
+    assert {x["what"] for x in engine["not_computed"]} >= {"pairing", "attribution"}
+
+
+@pytest.mark.parametrize("kept", [True, False])
+@pytest.mark.parametrize("column", ["queue_ms", "app_ms", "e2e_ms"])
+def test_each_change_equals_stats_on_the_same_values(
+    files: dict[str, Path], column: str, kept: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole Change (tests and flags too) and head's own interval, as `stats` computes
+    them on the values in memory; the percentiles are numpy's. With the values around the
+    percentiles kept by the scan, and without (each count then its own query)."""
+    if not kept:
+        monkeypatch.setattr(engine_source, "MAX_BRACKET", 0)
+    base, head = (pq.read_table(files[s])[column].to_numpy() for s in ("base", "head"))
+    e = Engine()
+    b, h = (ooc.Column(e, relation([str(files[s])], s), column, N, s) for s in ("base", "head"))
+    got, head_ci = ooc.compare(
+        b, h, 95.0, 0.95, family_size=6, also=[50.0, 99.0], min_change=0.05, min_ms=5.0
+    )
+    want = stats.compare_percentile(
+        base, head, 95.0, 0.95, family_size=6, also=[50.0, 99.0], min_change=0.05, min_ms=5.0
+    )
+    assert got == want
+    assert head_ci == stats.interval(head, 95.0, 0.95)
+    assert got.base == np.percentile(base, 95) and got.head == np.percentile(head, 95)
+    assert got.others[1] == (np.percentile(base, 99), np.percentile(head, 99))
+
+
+def test_order_statistics_are_numpys_sorted_values(files: dict[str, Path]) -> None:
+    x = np.sort(pq.read_table(files["base"])["decode_ms"].to_numpy())
+    ranks = [0, 1, 4999, 50_000, 94_999, 95_000, N - 2, N - 1]
+    got = Engine().order_statistics(relation([str(files["base"])], "b"), "decode_ms", N, ranks, "b")
+    assert got == {r: float(x[r]) for r in ranks}
+
+
+def test_a_glob_and_csv_read_every_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Several files a side by a glob (Parquet) or a list (CSV): one sample of all their rows,
+    its percentiles numpy's over the rows together."""
+    (tmp_path / "budget.yml").write_text(BUDGET)
+    parts = [_table(seed, 1.0, 2_000) for seed in (3, 4, 5)]
+    for i, t in enumerate(parts):
+        pq.write_table(t, tmp_path / f"base-{i}.parquet")
+    head = _table(6, 1.0, 3_000)
+    pcsv.write_csv(head, tmp_path / "head.csv")
+    report = _run(
+        capsys,
+        *("--base", str(tmp_path / "base-*.parquet"), "--head", str(tmp_path / "head.csv")),
+        *("--budget", str(tmp_path / "budget.yml"), "--engine", "duckdb"),
+    )
+    rows = _rows(report)
+    whole = pa.concat_tables(parts)
+    assert report["requests"] == {"base": 6_000, "head": 3_000}
+    for name, col in (("decode", "decode_ms"), ("total", "e2e_ms")):
+        assert rows[name]["base_ms"] == round(float(np.percentile(whole[col], 95)), 3)
+        assert rows[name]["head_ms"] == round(float(np.percentile(head[col], 95)), 3)
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ("missing", "has no column decode_ms or decode for slice decode"),
+        ("nan", "column decode_ms has 1 missing values"),
+        ("json", "give native Parquet (.parquet) or CSV (.csv) files"),
+        ("nothing", "the engine refused the query"),
+        ("text", "the engine refused the query"),
+        ("status", "column status (status) is not read on the engine path"),
+        ("start_time", "column start_time (start_time) is not read on the engine path"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: str, says: str
+) -> None:
+    (tmp_path / "budget.yml").write_text(BUDGET)
+    t = _table(7, 1.0, 1_000)
+    pq.write_table(t, tmp_path / "base.parquet")
+    head = tmp_path / "head.parquet"
+    if change == "missing":
+        t = t.drop_columns(["decode_ms"])
+    elif change == "nan":
+        decode = t["decode_ms"].to_numpy().copy()
+        decode[10] = np.nan
+        t = t.set_column(t.schema.get_field_index("decode_ms"), "decode_ms", pa.array(decode))
+    elif change == "text":
+        t = t.set_column(3, "decode_ms", pa.array(["slow"] * 1_000))
+    elif change in ("status", "start_time"):
+        t = t.append_column(change, pa.array(["ok"] * 1_000))
+    pq.write_table(t, head)
+    if change == "json":
+        head = tmp_path / "head.json"
+        head.write_text("{}")
+    elif change == "nothing":
+        head = tmp_path / "none-*.parquet"
+    argv = ["compare", "--base", str(tmp_path / "base.parquet"), "--head", str(head)]
+    code = main([*argv, "--budget", str(tmp_path / "budget.yml"), "--engine", "duckdb"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert says in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_too_few_rows_give_the_percentiles_without_an_interval(tmp_path: Path) -> None:
+    sides = {}
+    for side, seed in (("base", 8), ("head", 9)):
+        pq.write_table(_table(seed, 1.0, 50), tmp_path / f"{side}.parquet")
+        sides[side] = pq.read_table(tmp_path / f"{side}.parquet")["e2e_ms"].to_numpy()
+    e = Engine()
+    b, h = (
+        ooc.Column(e, relation([str(tmp_path / f"{s}.parquet")], s), "e2e_ms", 50, s)
+        for s in ("base", "head")
+    )
+    got, head_ci = ooc.compare(
+        b, h, 95.0, 0.95, family_size=1, also=[50.0], min_change=0.05, min_ms=5.0
+    )
+    want = stats.compare_percentile(
+        sides["base"], sides["head"], 95.0, 0.95, family_size=1, also=[50.0], min_change=0.05
+    )
+    assert got == want and got.ci is None and head_ci is None
+    assert got.head == np.percentile(sides["head"], 95)
