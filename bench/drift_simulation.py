@@ -35,11 +35,19 @@ import tempfile
 import time
 from pathlib import Path
 
+from scipy import stats
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.support.drift import KINDS, Kind, Merge, Runner, delay, series
 
 WITHIN = 10  # merges from where a change starts
+
+
+def interval(k: int, n: int) -> str:
+    """k of n with its exact 95% interval (Clopper-Pearson)."""
+    ci = stats.binomtest(k, n).proportion_ci(0.95, method="exact")
+    return f"{k} of {n} ({100 * k / n:.1f}%, 95% CI {100 * ci.low:.1f}-{100 * ci.high:.1f}%)"
 
 
 def summarise(kind: Kind, results: list[list[Merge]]) -> str:
@@ -50,8 +58,8 @@ def summarise(kind: Kind, results: list[list[Merge]]) -> str:
         regressed = sum(bool(m.regression) for s in results for m in s)
         looks = sum(len(s) for s in results)
         return (
-            f"{kind.name}: {drifted} of {n} series of {kind.merges} merges raise a drift "
-            f"({100 * drifted / n:.1f}%); {merges} of {looks} merges have one; "
+            f"{kind.name}: {interval(drifted, n)} series of {kind.merges} merges raise a drift; "
+            f"{merges} of {looks} merges have one; "
             f"{regressed} merges ({100 * regressed / looks:.1f}%) a per-PR regression"
         )
     early = sum(any(m.drift for m in s[: kind.start - 1]) for s in results)
@@ -60,8 +68,8 @@ def summarise(kind: Kind, results: list[list[Merge]]) -> str:
     seen = [d for d in delays if d is not None]
     median = f"{statistics.median(seen):g}" if seen else "-"
     return (
-        f"{kind.name}: found within {WITHIN} merges of the start in {found} of {n} series "
-        f"({100 * found / n:.1f}%); median delay {median} merge(s) (1 = the first changed run); "
+        f"{kind.name}: found within {WITHIN} merges of the start in {interval(found, n)} series; "
+        f"median delay {median} merge(s) (1 = the first changed run); "
         f"never found: {delays.count(None)}; a drift before the change: {early}"
     )
 
@@ -84,7 +92,9 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as folder:
                 results.append(series(kind, args.seed + 100_000 * k, Path(folder), run))
             drifts = [i + 1 for i, m in enumerate(results[-1]) if m.drift]
-            print(f"  {name} series {k + 1}: drift at merge(s) {drifts[:8]}", file=sys.stderr)
+            found = "" if kind.start is None else f"; found after {delay(kind, results[-1])}"
+            line = f"  {name} series {k + 1}: drift at merge(s) {drifts[:8]}{found}"
+            print(line, file=sys.stderr, flush=True)
         took = time.perf_counter() - started
         print(summarise(kind, results), f"[{took:.0f} s]", flush=True)
 
