@@ -318,6 +318,23 @@ def arr(value: Any, where: str, ctx: Ctx) -> list[Any]:
     return value
 
 
+def load_object(data: bytes, ctx: Ctx, *, yaml: bool = False) -> dict[str, Any]:
+    """The whole file as one JSON object (or, with `yaml`, the same document as YAML)."""
+    return obj(load_document(data, ctx) if yaml else load_json(data, ctx), "top level", ctx)
+
+
+def object_at(mapping: Mapping[str, Any], name: str, ctx: Ctx, where: str = "") -> dict[str, Any]:
+    """`mapping[name]`, which must be there and be an object; errors name `where` (default:
+    key 'name')."""
+    return obj(key(mapping, name, ctx, where), where or f"key '{name}'", ctx)
+
+
+def list_at(mapping: Mapping[str, Any], name: str, ctx: Ctx, where: str = "") -> list[Any]:
+    """`mapping[name]`, which must be there and be a list; errors name `where` (default:
+    key 'name')."""
+    return arr(key(mapping, name, ctx, where), where or f"key '{name}'", ctx)
+
+
 def key(mapping: Mapping[str, Any], name: str, ctx: Ctx, where: str = "") -> Any:
     """`mapping[name]`; when missing, the error names `where` (default: key 'name')."""
     if name not in mapping:

@@ -56,12 +56,14 @@ from budgetdiff.formats._checks import (
     is_number,
     iter_json_values,
     key,
+    list_at,
     literal,
-    load_json,
+    load_object,
     ms_per,
     number,
     number_lists,
     obj,
+    object_at,
     percentiles,
 )
 from budgetdiff.numbers import count
@@ -143,16 +145,16 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     if _CSV.match(head.lstrip()):
         return [_aggregate(_csv_doc(data, ctx), ctx, CSV_SCHEMA)]
     if _TIMESLICES.search(head):
-        return _timeslices(obj(load_json(data, ctx), "top level", ctx), ctx)
+        return _timeslices(load_object(data, ctx), ctx)
     if _EARLY_AGGREGATE.search(head):
-        doc = obj(load_json(data, ctx), "top level", ctx)
-        records = obj(key(doc, "records", ctx), "key 'records'", ctx)
+        doc = load_object(data, ctx)
+        records = object_at(doc, "records", ctx)
         flat = {_EARLY_NAMES.get(k, k): v for k, v in records.items()}
         config = doc.get("input_config")
         return [_aggregate({**flat, "input_config": config}, ctx, EARLY_SCHEMA)]
     per_request = _RECORD_METRIC.search(head) or _RECORD_FAILED.search(head)
     if (_AGGREGATE.search(head) or AIPERF_ONLY.search(head)) and not per_request:
-        doc = obj(load_json(data, ctx), "top level", ctx)
+        doc = load_object(data, ctx)
         version = doc.get("schema_version")
         known = isinstance(version, str) and 0 < len(version) <= 20
         if known:
@@ -402,7 +404,7 @@ def _aggregate(doc: dict[str, Any], ctx: Ctx, schema: str) -> Run:
 
 def _timeslices(doc: dict[str, Any], ctx: Ctx) -> list[Run]:
     """One aggregate Run per slice, named by its place in time."""
-    slices = arr(key(doc, "timeslices", ctx), "key 'timeslices'", ctx)
+    slices = list_at(doc, "timeslices", ctx)
     if not slices:
         raise ctx.error("key 'timeslices'", "is empty")
     runs = []

@@ -30,12 +30,13 @@ from budgetdiff import numbers
 from budgetdiff.formats import ReadOptions
 from budgetdiff.formats._checks import (
     Ctx,
-    arr,
     finite,
     key,
-    load_json,
+    list_at,
+    load_object,
     number,
     obj,
+    object_at,
     optional_number,
     percentiles,
 )
@@ -65,7 +66,7 @@ def sniff(head: bytes, name: str) -> bool:
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     ctx = Ctx(NAME, source, HINT)
-    doc = obj(load_json(data, ctx), "top level", ctx)
+    doc = load_object(data, ctx)
     if "aggregated_metrics" not in doc and "benchmark_version" in doc:
         raise ctx.error(
             "",
@@ -73,10 +74,10 @@ def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
             "measurement; pass one of its run files from the same folder "
             "(<scenario>_<task>_num_concurrency_<c>_time_<t>s.json)",
         )
-    agg = obj(key(doc, "aggregated_metrics", ctx), "key 'aggregated_metrics'", ctx)
+    agg = object_at(doc, "aggregated_metrics", ctx)
     scale, schema = _unit(doc, ctx)
     meta = _meta(agg, doc, schema)
-    rows = arr(key(doc, "individual_request_metrics", ctx), "key 'individual_request_metrics'", ctx)
+    rows = list_at(doc, "individual_request_metrics", ctx)
     run = _per_request(rows, scale, ctx, meta, finite(agg.get("run_duration")))
     counted = _counted(agg, ctx)
     kept = int(run.succeeded.sum())

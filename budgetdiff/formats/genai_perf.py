@@ -23,8 +23,9 @@ from budgetdiff.formats._checks import (
     arr,
     finite,
     key,
-    load_json,
+    list_at,
     load_name,
+    load_object,
     ms_per,
     number,
     obj,
@@ -64,10 +65,10 @@ def sniff(head: bytes, name: str) -> bool:
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     ctx = Ctx(NAME, source, HINT)
-    doc = obj(load_json(data, ctx), "top level", ctx)
+    doc = load_object(data, ctx)
     if "experiments" not in doc and "time_to_first_token" in doc:
         return [_aggregate(doc, ctx)]
-    experiments = arr(key(doc, "experiments", ctx), "key 'experiments'", ctx)
+    experiments = list_at(doc, "experiments", ctx)
     if not experiments:
         raise ctx.error("key 'experiments'", "is empty")
     openai = doc.get("service_kind", "openai") == "openai"
@@ -112,7 +113,7 @@ def _experiment(
                 meta["concurrency"] = value
             elif mode == "request_rate":
                 meta["rate"] = value
-    requests = arr(key(exp, "requests", ctx, f"{where}.requests"), f"{where}.requests", ctx)
+    requests = list_at(exp, "requests", ctx, f"{where}.requests")
     n = len(requests)
     ttft = np.full(n, np.nan)
     total = np.full(n, np.nan)

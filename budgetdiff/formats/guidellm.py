@@ -40,10 +40,12 @@ from budgetdiff.formats._checks import (
     arr,
     finite,
     key,
-    load_document,
+    list_at,
     load_name,
+    load_object,
     number,
     obj,
+    object_at,
     optional_number,
     unique_names,
 )
@@ -87,8 +89,8 @@ def sniff(head: bytes, name: str) -> bool:
 
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     ctx = Ctx(NAME, source, HINT)
-    doc = obj(load_document(data, ctx), "top level", ctx)
-    benchmarks = arr(key(doc, "benchmarks", ctx), "key 'benchmarks'", ctx)
+    doc = load_object(data, ctx, yaml=True)
+    benchmarks = list_at(doc, "benchmarks", ctx)
     if not benchmarks:
         raise ctx.error("key 'benchmarks'", "is empty")
     meta: dict[str, str | float] = {"tool": "guidellm"}
@@ -167,7 +169,7 @@ def _benchmark(
 
 def _rows(bench: dict[str, Any], where: str, ctx: Ctx, meta: dict[str, str | float]) -> list[_Row]:
     """The successful, then the errored requests; the count of incomplete ones into `meta`."""
-    requests = obj(key(bench, "requests", ctx, f"{where}.requests"), f"{where}.requests", ctx)
+    requests = object_at(bench, "requests", ctx, f"{where}.requests")
     rows: list[_Row] = []
     for status, good in (("successful", True), ("errored", False)):
         group = requests.get(status)

@@ -78,22 +78,8 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
             f"to show the {unit.plural} asked the same; --no-pair if they did not"
         )
         return _paired(base, head, ib, ih, [note], unit, len(ib))
-    share = float(agree.mean())
-    if share < AGREE and (same := _same_prompts(base, head, ib, ih)) is not None:
-        return _answers_differ(base, head, ib, ih, same, unit)
-    if share < AGREE:
-        return Match(
-            base,
-            head,
-            False,
-            (
-                f"{numbers.count(len(ib))} {unit.value} ids are in both runs, but their "
-                f"{_what(said)} agree on only {numbers.pct(100 * share)} of them: not the "
-                f"same {unit.plural}, compared unpaired, on every {unit.value} of each (base "
-                f"{numbers.count(base.n)}, head {numbers.count(head.n)}); --pair to pair them "
-                "anyway",
-            ),
-        )
+    if float(agree.mean()) < AGREE:
+        return _disagree(base, head, ib, ih, agree, said, unit)
     kept = int(agree.sum())
     if kept < OVERLAP * min(base.n, head.n):
         return Match(base, head, False, (_few_in_both(kept, base, head, unit),))
@@ -106,6 +92,31 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
             "and are left out"
         ]
     return _paired(base, head, ib[agree], ih[agree], notes, unit, len(ib))
+
+
+def _disagree(
+    base: Run,
+    head: Run,
+    ib: np.ndarray,
+    ih: np.ndarray,
+    agree: np.ndarray,
+    said: list[str],
+    unit: Unit,
+) -> Match:
+    """Ids in both whose requests mostly disagree on what they asked: paired on the prompts
+    where those agree (a re-run answered them anew), else compared unpaired, said so."""
+    same = _same_prompts(base, head, ib, ih)
+    if same is not None:
+        return _answers_differ(base, head, ib, ih, same, unit)
+    share = float(agree.mean())
+    note = (
+        f"{numbers.count(len(ib))} {unit.value} ids are in both runs, but their "
+        f"{_what(said)} agree on only {numbers.pct(100 * share)} of them: not the "
+        f"same {unit.plural}, compared unpaired, on every {unit.value} of each (base "
+        f"{numbers.count(base.n)}, head {numbers.count(head.n)}); --pair to pair them "
+        "anyway"
+    )
+    return Match(base, head, False, (note,))
 
 
 def _paired(

@@ -188,3 +188,55 @@ def test_inference_perf_yaml_under_a_comment_block_reads_as_its_json_twin(
         assert a["metric"] == b["metric"]
         assert a["head_ms"] == pytest.approx(b["head_ms"], rel=1e-9)
         assert np.isfinite(a["head_ms"])
+
+
+# ---------------------------------------------------------------- evalscope's own, beside the db
+
+EVALSCOPE = SAMPLES / "evalscope"
+_EVALSCOPE_COLUMNS = {"ttft": ("TTFT (ms)", 1.0), "total": ("Latency (s)", 1000.0)}
+
+
+def _evalscope_own(side: str, metric: str, q: str = "95%") -> float:
+    rows = json.loads((EVALSCOPE / side / "benchmark_percentile.json").read_text())
+    column, scale = _EVALSCOPE_COLUMNS[metric]
+    return float(next(r for r in rows if r["Percentiles"] == q)[column]) * scale
+
+
+def test_evalscope_own_percentiles_from_the_dbs_folder_are_shown_beside_budgetdiffs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, head = (EVALSCOPE / s / "benchmark_data.db" for s in ("base", "head"))
+    report = _report(["compare", "--base", str(base), "--head", str(head)], tmp_path, capsys)
+    for side in ("base", "head"):
+        own = report["inputs"][side]["tool_percentiles"]
+        assert own["by"] == "evalscope" and own["method"] == "nearest rank"
+        assert report["inputs"][side]["percentile_method"] == "linear interpolation"
+        for metric in ("ttft", "total"):
+            for q in ("50", "95", "99"):
+                want = _evalscope_own(side, metric, f"{q}%")
+                assert own["ms"][metric][q] == pytest.approx(want, abs=1e-3)  # the report rounds
+            row = next(r for r in report["slo"] if r["metric"] == metric)
+            assert row["tool_ms"][side] == pytest.approx(_evalscope_own(side, metric), abs=1e-3)
+    said = " ".join(report["notes"])
+    assert "evalscope's own p95 (nearest rank)" in said and "linear interpolation" in said
+    assert f"{EVALSCOPE / 'head' / 'benchmark_percentile.json'}: evalscope's own" in said
+
+
+def test_evalscope_db_alone_or_beside_another_runs_table_shows_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    alone = tmp_path / "alone" / "benchmark_data.db"
+    alone.parent.mkdir()
+    alone.write_bytes((EVALSCOPE / "base" / "benchmark_data.db").read_bytes())
+    report = _report(["check", "--head", str(alone)], tmp_path, capsys)
+    assert report["inputs"]["head"]["tool_percentiles"] is None
+    other = tmp_path / "alone" / "benchmark_percentile.json"  # head's table beside base's db
+    other.write_bytes((EVALSCOPE / "head" / "benchmark_percentile.json").read_bytes())
+    report = _report(["check", "--head", str(alone)], tmp_path, capsys)
+    assert report["inputs"]["head"]["tool_percentiles"] is None
+    assert all(r["tool_ms"] is None for r in report["slo"])
+    assert "is not of its requests" in " ".join(report["notes"]), report["notes"]
+    other.write_text("{not json")
+    report = _report(["check", "--head", str(alone)], tmp_path, capsys)
+    assert report["inputs"]["head"]["tool_percentiles"] is None
+    assert "cannot be read" in " ".join(report["notes"]), report["notes"]
