@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
@@ -252,6 +253,56 @@ class Run:
 # From this many ids on, ids are told apart by hashing (pyarrow's dictionary encoding, O(n)),
 # not by sorting them (a sort of a million strings is a second); below it a sort is quicker than
 # importing pyarrow.compute (start-up).
+# below it a segment takes its ranks in one np.partition (its several-rank path is slow only
+# on a large array)
+_SELECT_SMALL = 4096
+
+
+def select(x: FloatArray, kth: Sequence[int], *, in_place: bool = False) -> FloatArray:
+    """np.partition(x, kth)'s promise (each rank in `kth` holds the value a sort would put
+    there, NaN last; none before it larger, none after it smaller), kept by selections of one
+    rank at a time: numpy selects one rank several times faster than several at once (0.0035 s
+    against 0.016 s for two adjacent ranks of a million). The values at the ranks are the
+    order statistics, the same as np.partition's; the other places may hold other orders.
+    `in_place` reorders `x` instead of a copy."""
+    part = x if in_place else x.copy()
+    _place(part, sorted({int(k) for k in kth}))
+    return part
+
+
+def _place(a: FloatArray, ks: list[int]) -> None:
+    """Put the ranks `ks` (sorted, distinct, in [0, len(a))) of the view `a` in place."""
+    while ks:
+        if len(a) <= _SELECT_SMALL:
+            a.partition(ks)
+            return
+        if ks[0] == 0:  # the least value: a scan, not a selection
+            _swap(a, 0, _least(a))
+            a, ks = a[1:], [k - 1 for k in ks[1:]]
+            continue
+        if ks[-1] == len(a) - 1:  # the greatest: argmax finds a NaN first, as sorted
+            _swap(a, len(a) - 1, int(np.argmax(a)))
+            a, ks = a[:-1], ks[:-1]
+            continue
+        k = ks[len(ks) // 2]
+        a.partition(k)
+        _place(a[:k], [r for r in ks if r < k])
+        a, ks = a[k + 1 :], [r - k - 1 for r in ks if r > k]
+
+
+def _least(a: FloatArray) -> int:
+    """Where the least value is: a NaN only when every value is one (NaN sorts last)."""
+    at = int(np.argmin(a))  # argmin finds a NaN first, when there is one
+    if a[at] == a[at]:
+        return at
+    least = np.fmin.reduce(a)  # the least number, NaN when there is none
+    return int(np.argmax(a == least)) if least == least else 0
+
+
+def _swap(a: FloatArray, i: int, j: int) -> None:
+    a[i], a[j] = a[j], a[i]
+
+
 HASH_IDS_FROM = 20_000
 
 

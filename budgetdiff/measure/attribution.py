@@ -24,7 +24,7 @@ import numpy as np
 
 from budgetdiff import numbers, stats
 from budgetdiff.measure.results import Change
-from budgetdiff.table import UNATTRIBUTED, FloatArray
+from budgetdiff.table import UNATTRIBUTED, FloatArray, select
 
 MAX_SHAPLEY_SLICES = 10  # changed slices; more are sampled (`SAMPLED_ORDERS` slice orders)
 SAMPLED_ORDERS = 256  # 128 random orders and their reverses
@@ -93,7 +93,7 @@ def quantile_contributions(
     q = stats.percentile(tot, p)
     lo_rank = math.floor((n - 1) * max(0.0, p - band) / 100.0)
     hi_rank = min(n - 1, math.ceil((n - 1) * min(100.0, p + band) / 100.0))
-    ordered = np.partition(tot, [lo_rank, hi_rank] if hi_rank != lo_rank else lo_rank)
+    ordered = select(tot, [lo_rank, hi_rank])
     at = (tot >= ordered[lo_rank]) & (tot <= ordered[hi_rank])
     out = {name: float(x[at].mean()) for name, x in arrays.items()}
     mean_total = float(tot[at].mean())
@@ -297,7 +297,7 @@ def _candidates(
 
 def _at_ranks(x: FloatArray, ranks: tuple[int, int, float]) -> float:
     r_lo, r_hi, t = ranks
-    part = np.partition(x, [r_lo, r_hi] if r_hi != r_lo else r_lo)
+    part = select(x, [r_lo, r_hi])
     return float(part[r_lo] + (part[r_hi] - part[r_lo]) * t)
 
 
@@ -332,9 +332,9 @@ def _coalition_percentiles(b: list[FloatArray], h: list[FloatArray], p: float) -
             grown[: len(block)] = block + b[i]
             grown[len(block) :] = block + h[i]
             block = grown
-        block.partition([r_lo, r_hi] if r_hi != r_lo else r_lo, axis=1)
+        block.partition(r_lo, axis=1)  # one rank, the next one a scan (see table.select)
         x_lo = block[:, r_lo]
-        x_hi = block[:, r_hi]
+        x_hi = np.fmin.reduce(block[:, r_lo + 1 :], axis=1) if r_hi != r_lo else x_lo
         # row j of block: bit q of j = slice prefix_bits + q at head
         v[prefix | (np.arange(len(block)) << prefix_bits)] = x_lo + (x_hi - x_lo) * t
     return v

@@ -39,7 +39,7 @@ from budgetdiff.stats.quantiles import (
     percentile,
     percentiles,
 )
-from budgetdiff.table import BoolArray, FloatArray
+from budgetdiff.table import BoolArray, FloatArray, select
 
 IntArray = np.ndarray[Any, np.dtype[np.intp]]  # numpy.typing's NDArray: see table.FloatArray
 
@@ -133,7 +133,7 @@ def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()
     mid = (n - 1) // 2
     bounds = _bound_ranks(n, k, sd_rank, confidence)
     kth = {lo, hi, lr, ur, mid, *bounds, *(r for e in extra for r in e[:2])}
-    part = np.partition(x, sorted(r for r in kth if 0 <= r < n))
+    part = select(x, [r for r in kth if 0 <= r < n])
     value = lerp(float(part[lo]), float(part[hi]), virtual - lo)
     others = tuple(lerp(float(part[a]), float(part[b]), t) for a, b, t in extra)
     # n >= needed_for_interval keeps h > 0.5 rank, so ur > lr.
@@ -154,7 +154,7 @@ def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()
         bounds = _bound_ranks(n, k, sd_rank * inflate, confidence)
     inside = [r for r in bounds if 0 <= r < n]
     # a copy when the ranks moved: `part` still holds the band's order statistics below
-    ranked = np.partition(part, inside) if auto.factor > 1.0 and inside else part
+    ranked = select(part, inside) if auto.factor > 1.0 and inside else part
     floor = float(ranked[bounds[0]]) if bounds[0] >= 0 else -math.inf
     ceiling = float(ranked[bounds[1]]) if bounds[1] < n else math.inf
     return _Side(

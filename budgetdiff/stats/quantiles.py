@@ -6,9 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import numpy as np
-
-from budgetdiff.table import FloatArray
+from budgetdiff.table import FloatArray, select
 
 
 def percentile(x: FloatArray, p: float, *, in_place: bool = False) -> float:
@@ -24,11 +22,7 @@ def percentiles(x: FloatArray, ps: Sequence[float], *, in_place: bool = False) -
     n = x.size
     ranks = [linear_ranks(n, p) for p in ps]
     kth = sorted({n - 1, *(r for lo, hi, _ in ranks for r in (lo, hi))})  # n - 1: a NaN sorts last
-    if in_place:
-        x.partition(kth)
-        part = x
-    else:
-        part = np.partition(x, kth)
+    part = select(x, kth, in_place=in_place)
     if math.isnan(part[-1]):
         return [math.nan] * len(ranks)
     return [lerp(float(part[lo]), float(part[hi]), t) for lo, hi, t in ranks]

@@ -21,18 +21,27 @@ from budgetdiff.errors import ReadError
 from budgetdiff.formats.native.columns import as_float, decoded, failed
 from budgetdiff.formats.native.names import GUESSED, STATISTIC, cut, is_statistic
 from budgetdiff.formats.native.tables import NAME, Table
-from budgetdiff.table import KNOWN_SLICES, METRICS, BoolArray, ColumnUse, Doubt, FloatArray, Itl
+from budgetdiff.table import (
+    KNOWN_SLICES,
+    METRICS,
+    BoolArray,
+    ColumnUse,
+    Doubt,
+    FloatArray,
+    Itl,
+    select,
+)
 from budgetdiff.units import MS_PER
 
 
 def quantile(values: FloatArray, q: float) -> float:
     """Percentile `q` as np.percentile's linear method computes it, without its import of
-    numpy.ma (start-up: the reader runs on every compare). The two order statistics by a
-    selection, not a sort (the values are the same, found in O(n))."""
+    numpy.ma (start-up: the reader runs on every compare). The two order statistics by
+    selection (`select`), not a sort (the values are the same, found in O(n))."""
     rank = q / 100 * (len(values) - 1)
     low = int(np.floor(rank))
     high = min(low + 1, len(values) - 1)
-    ordered = np.partition(values, [low, high] if high != low else low)  # NaN last, as sorted
+    ordered = select(values, [low, high])  # NaN last, as sorted
     return float(ordered[low] + (ordered[high] - ordered[low]) * (rank - low))
 
 
@@ -403,12 +412,13 @@ def _per_token(
         return
     first = ttft[1] if ttft is not None and use.target == "total" else 0.0
     per_token = float(median((values - first)[sel] / (tokens[sel] - 1)))
-    typical = median(values[sel])
-    if per_token < _PER_TOKEN[0] and float(median(tokens[sel])) >= 50:
-        words = f" for {int(median(tokens[sel]))} tokens ({numbers.ms(per_token)} a token)"
-        add(use, typical, words, "looks like seconds", True)
+    # the column's own median and the answers' only when a doubt is raised (it names them)
+    if per_token < _PER_TOKEN[0] and (answer := float(median(tokens[sel]))) >= 50:
+        words = f" for {int(answer)} tokens ({numbers.ms(per_token)} a token)"
+        add(use, median(values[sel]), words, "looks like seconds", True)
     elif per_token > _PER_TOKEN[1]:
-        add(use, typical, f" ({numbers.ms(per_token)} a token)", "looks like milliseconds", False)
+        words = f" ({numbers.ms(per_token)} a token)"
+        add(use, median(values[sel]), words, "looks like milliseconds", False)
 
 
 def impossible_rows(

@@ -1,0 +1,49 @@
+"""table.select keeps np.partition's promise: each asked rank holds the value np.sort puts
+there (NaN last), nothing before it larger, nothing after it smaller."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from budgetdiff.table import select
+
+
+def _cases() -> list[tuple[np.ndarray, list[int]]]:
+    rng = np.random.default_rng(36)
+    out = []
+    for trial in range(300):
+        n = int(rng.integers(1, 20_000))
+        x = rng.normal(size=n)
+        if trial % 3 == 0:
+            x = np.round(x, 1)  # ties
+        if trial % 5 == 0:
+            x[rng.integers(0, n, size=int(rng.integers(1, max(2, n // 3))))] = np.nan
+        if trial % 11 == 0:
+            x[:] = np.nan
+        ranks = [int(r) for r in rng.integers(0, n, size=int(rng.integers(1, 9)))]
+        if trial % 4 == 0:
+            ranks += [0, n - 1]
+        if trial % 6 == 0:
+            k = int(rng.integers(0, n))
+            ranks += [k, min(k + 1, n - 1)]
+        out.append((x, ranks))
+    return out
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_select_puts_every_rank_where_a_sort_does(in_place: bool) -> None:
+    for x, ranks in _cases():
+        truth = np.sort(x)
+        given = x.copy()
+        got = select(given, ranks, in_place=in_place)
+        assert (got is given) == in_place
+        np.testing.assert_array_equal(np.sort(got), truth)  # the same values
+        for k in set(ranks):
+            np.testing.assert_array_equal(got[k], truth[k])
+            if np.isnan(truth[k]):
+                assert np.isnan(got[k + 1 :]).all()
+            else:
+                assert not (got[:k] > truth[k]).any()
+                assert not (got[k + 1 :] < truth[k]).any()
+                assert not np.isnan(got[:k]).any()
