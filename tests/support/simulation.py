@@ -41,12 +41,17 @@ NARROW_MS = 680.0
 NARROW_SIGMA = 0.03
 NARROW_SLOW_SHARE = 0.05
 NARROW_SLOWER = 1.9
+# Issue 34's: batch-coupled noise, and a warm-up in both sides.
+BATCH_LENGTH = 20  # consecutive requests that share one lognormal factor ...
+BATCH_SIGMA = 0.2  # ... of this sigma
+WARMUP_SHARE = 0.05  # the first this share of a run's requests ...
+WARMUP_SLOWER = 2.0  # ... this many times slower
 
 
 @dataclass(frozen=True)
 class Scenario:
     name: str  # as the tables print it
-    kind: str  # independent | ar1 | regimes | pareto | bimodal | narrow_slow
+    kind: str  # independent | ar1 | regimes | pareto | bimodal | narrow_slow | batch | warmup
     phi: float = 0.0  # AR(1) coefficient in arrival order, on the log scale
     shape: float = 3.0  # Pareto's
 
@@ -74,6 +79,15 @@ NARROW_SLOW = Scenario(
     "narrow_slow",
 )
 PARETO_25 = Scenario("Pareto tail, shape 2.5", "pareto", shape=2.5)
+BATCH = Scenario(
+    f"batch-coupled: {BATCH_LENGTH} consecutive requests share a factor "
+    f"lognormal(0, {BATCH_SIGMA})",
+    "batch",
+)
+WARMUP = Scenario(
+    f"warm-up in both sides: the first {100 * WARMUP_SHARE:g}% {WARMUP_SLOWER:g}x slower",
+    "warmup",
+)
 
 
 def _ar1(rng: Rng, runs: int, n: int, phi: float) -> np.ndarray:
@@ -89,13 +103,18 @@ def slices(rng: Rng, sc: Scenario, runs: int, n: int) -> Rows:
     if sc.kind == "regimes":  # one factor for every slice of the requests of a regime
         factor = np.exp(REGIME_SIGMA * rng.standard_normal((runs, -(-n // REGIME_LENGTH))))
         load = np.repeat(factor, REGIME_LENGTH, axis=1)[:, :n]
+    elif sc.kind == "batch":
+        factor = np.exp(BATCH_SIGMA * rng.standard_normal((runs, -(-n // BATCH_LENGTH))))
+        load = np.repeat(factor, BATCH_LENGTH, axis=1)[:, :n]
+    elif sc.kind == "warmup":
+        load[:, : math.ceil(WARMUP_SHARE * n)] = WARMUP_SLOWER
     out: Rows = {}
     for name, med in MEDIANS_MS.items():
         if sc.kind == "narrow_slow" and name == "decode":
             slow = rng.random((runs, n)) < NARROW_SLOW_SHARE
             x = NARROW_MS * np.exp(NARROW_SIGMA * rng.standard_normal((runs, n)))
             x *= np.where(slow, NARROW_SLOWER, 1.0)
-        elif sc.kind in ("independent", "regimes", "narrow_slow"):
+        elif sc.kind in ("independent", "regimes", "narrow_slow", "batch", "warmup"):
             x = med * load * np.exp(SIGMA * rng.standard_normal((runs, n)))
         elif sc.kind == "ar1":
             x = med * np.exp(SIGMA * _ar1(rng, runs, n, sc.phi))

@@ -350,3 +350,32 @@ def test_quantised_15pct_shift_is_still_found() -> None:
         c = compare_percentile(a, b, P, CONFIDENCE)
         hits += decide([c], min_change=0.05, min_ms=5.0, confidence=CONFIDENCE)[0] == "regression"
     assert hits / 200 >= 0.8
+
+
+def test_aa_warm_up_in_both_sides_stays_within_alpha() -> None:
+    """Issue 34's warm-up design (the first 5% of each side twice as slow), 300 requests a side,
+    1,000 reports: within alpha, but conservative (0.1% measured, under the [1%, 5%] band the
+    issue asks for): the warm-up block reads as autocorrelation (every report notes it) and the
+    inflated error is wider than the warm-up needs. The lower end is not asserted: not met."""
+    aa = sim.run_aa(sim.WARMUP, 300, REPORTS, seed=3401)
+    _assert_calibrated(aa)
+    assert aa.noted / aa.reports >= 0.95
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 34, open: batch-coupled noise (20 consecutive requests share a lognormal "
+    "factor, sigma 0.2) at 300 a side flags 14.4% of A/A reports (1,000 reports, seed 3401): "
+    "the batch-means factor on the p95 indicator undershoots with 15 batches a side",
+)
+def test_aa_batch_coupled_noise_at_300_stays_within_alpha() -> None:
+    _assert_calibrated(sim.run_aa(sim.BATCH, 300, REPORTS, seed=3401))
+
+
+def test_aa_batch_coupled_noise_at_1000_is_within_alpha() -> None:
+    """The same design at 1,000 a side: 5.0% of A/A reports flag a row (1,000 reports, seed
+    3401; exact 95% interval 3.7-6.5%), at the limit; the 300-a-side case above is not."""
+    aa = sim.run_aa(sim.BATCH, 1000, REPORTS, seed=3401)
+    assert aa.any_flag / aa.reports <= ALPHA, aa
+    assert aa.through_zero == 0, aa
+    assert aa.noted / aa.reports >= 0.95
