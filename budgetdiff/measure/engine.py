@@ -228,6 +228,7 @@ def compare(
     else:
         test = _test(sb, sh, head, p, confidence)
     delta, ci, p_value, spread, note, tests = test
+    ci = ch.no_lower_than_all(ci, sb.side.value, min(sb.scan.lowest, sh.scan.lowest))
     mde = ch._mde_pct(sb.side.value, spread, 1.0 - confidence, family_size, min_change, min_ms)
     c = _change(sb, sh, delta=delta, ci=ci, p_value=p_value, mde=mde, note=note)
     return replace(c, others=others, tests=tests), head_interval(sh, confidence)

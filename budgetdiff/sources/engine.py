@@ -254,6 +254,7 @@ class Scan:
     arrival: Arrival
     bracket: np.ndarray[Any, np.dtype[np.float64]] | None  # sorted; None: more than the cap
     below: int  # values below the bracket
+    lowest: float  # the column's smallest value (a latency's change is floored at -base by it)
 
 
 class _Accumulator:
@@ -267,13 +268,17 @@ class _Accumulator:
         self.below_check = np.zeros(self.checks.size + 1, dtype=np.int64)
         self.upto_check = np.zeros(self.checks.size + 1, dtype=np.int64)
         self.above = self.both = self.seen = self.below = self.kept = self.missing = 0
+        self.lowest = math.inf
         self.first = self.last = False
         self.parts: list[np.ndarray[Any, np.dtype[np.float64]]] | None = []
 
     def add(self, x: np.ndarray[Any, np.dtype[np.float64]]) -> None:
         if not x.size:
             return
-        self.missing += int(np.count_nonzero(np.isnan(x)))  # NULLs arrive as NaN
+        nan = int(np.count_nonzero(np.isnan(x)))  # NULLs arrive as NaN
+        self.missing += nan
+        if nan < x.size:
+            self.lowest = min(self.lowest, float(np.nanmin(x)))
         _add_batches(self.counts, x <= self.plan.value, self.seen, self.batch)
         up = x > self.plan.median
         self.above += int(np.count_nonzero(up))
@@ -310,7 +315,7 @@ class _Accumulator:
         kept = None
         if self.parts is not None:
             kept = np.sort(np.concatenate([np.empty(0, dtype=np.float64), *self.parts]))
-        return Scan(arrival, kept, self.below)
+        return Scan(arrival, kept, self.below, self.lowest)
 
 
 def _add_batches(counts: np.ndarray[Any, np.dtype[np.int64]], hit: Any, start: int, b: int) -> None:

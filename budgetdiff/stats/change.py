@@ -367,7 +367,7 @@ def compare_percentile(
     sb = _with_runs(_side(base, p, confidence, also), base, base_runs, p, confidence)
     sh = _with_runs(_side(head, p, confidence, also), head, head_runs, p, confidence)
     test = _test(sb, sh, base, head, p, confidence=confidence, pairs=pairs)
-    ci = _no_lower_than_all(test.ci, sb.value, base, head)
+    ci = no_lower_than_all(test.ci, sb.value, min(float(base.min()), float(head.min())))
     mde = _mde_pct(sb.value, test.spread, 1.0 - confidence, family_size, min_change, min_ms)
     return Change(
         base=sb.value,
@@ -529,15 +529,16 @@ def _clip(ci: tuple[float, float], sb: _Side, sh: _Side) -> tuple[float, float]:
     return (lo, max(hi, lo))
 
 
-def _no_lower_than_all(
-    ci: tuple[float, float], base_value: float, base: FloatArray, head: FloatArray
+def no_lower_than_all(
+    ci: tuple[float, float], base_value: float, lowest: float
 ) -> tuple[float, float]:
     """A latency cannot fall by more than all of it: where no value on either side is
-    negative, the change's lower end is at least -base (-100%), in every path (a clip that
-    was skipped, runs drifting, quantised values). It never moves the upper end, so whether
-    the interval excludes 0 is unchanged."""
+    negative (`lowest`, the smallest of both), the change's lower end is at least -base
+    (-100%), in every path (a clip that was skipped, runs drifting, quantised values; the
+    engine's too). It never moves the upper end, so whether the interval excludes 0 is
+    unchanged."""
     lo, hi = ci
-    if base_value <= 0.0 or lo >= -base_value or min(base.min(), head.min()) < 0.0:
+    if base_value <= 0.0 or lo >= -base_value or lowest < 0.0:
         return ci
     return (-base_value, max(hi, -base_value))
 

@@ -212,3 +212,30 @@ def test_too_few_rows_give_the_percentiles_without_an_interval(tmp_path: Path) -
     )
     assert got == want and got.ci is None and head_ci is None
     assert got.head == np.percentile(sides["head"], 95)
+
+
+def test_a_latency_falls_by_no_more_than_all_of_it_on_the_engine_path_too(
+    tmp_path: Path,
+) -> None:
+    """Strong load regimes on 200 requests a side (seed found so that the interval reaches
+    past -100% before the floor): the engine's interval is floored at -base as the in-memory
+    one is, and equals it."""
+    rng = np.random.default_rng(3)
+
+    def side(shift: float) -> np.ndarray[Any, np.dtype[np.float64]]:
+        regime = np.repeat(rng.lognormal(0.0, 1.2, 200 // 50 + 1), 50)[:200]
+        return np.asarray((rng.lognormal(np.log(100), 0.3, 200) * regime * shift).round(3))
+
+    values = {"base": side(1.0), "head": side(1.3)}
+    for name, x in values.items():
+        pq.write_table(pa.table({"e2e_ms": x}), tmp_path / f"{name}.parquet")
+    e = Engine()
+    b, h = (
+        ooc.Column(e, relation([str(tmp_path / f"{s}.parquet")], s), "e2e_ms", 200, s)
+        for s in ("base", "head")
+    )
+    args: dict[str, Any] = {"family_size": 1, "also": [], "min_change": 0.05, "min_ms": 5.0}
+    got, _ = ooc.compare(b, h, 95.0, 0.95, **args)
+    want = stats.compare_percentile(values["base"], values["head"], 95.0, 0.95, **args)
+    assert want.ci is not None and want.ci[0] == -np.percentile(values["base"], 95)
+    assert got == want
