@@ -24,7 +24,7 @@ from budgetdiff.sources.engine import Arrival, Engine, Plan, Scan, ident
 from budgetdiff.stats import Change
 from budgetdiff.stats import autocorrelation as ac
 from budgetdiff.stats import change as ch
-from budgetdiff.stats.distributions import normal_quantile, t_quantile, t_two_sided_p
+from budgetdiff.stats.distributions import t_quantile, t_two_sided_p
 from budgetdiff.stats.joint import RowTest
 from budgetdiff.stats.quantiles import lerp, linear_ranks, needed_for_interval
 
@@ -89,77 +89,50 @@ def _runs_z(a: Arrival, n: int) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Ranks:
-    """A side's ranks as `stats.change._side` takes them, and the order statistics there (one
-    query, checked by the side's scan)."""
+    """A side's ranks (`stats.change.side_ranks`) and the order statistics there (one query,
+    checked by the side's scan)."""
 
-    q: float
-    virtual: float
-    lo: int
-    hi: int
-    lr: int
-    ur: int
-    mid: int
-    k: float
-    sd_rank: float
-    bounds: tuple[int, int]
-    extra: list[tuple[int, int, float]]
+    at: ch.SideRanks
     part: dict[int, float]
 
 
 def ranks(col: Column, p: float, confidence: float, also: Sequence[float]) -> Ranks:
-    n, q = col.n, p / 100.0
-    virtual = (n - 1) * q
-    lo = math.floor(virtual)
-    sd_rank = math.sqrt(n * q * (1.0 - q))
-    h = normal_quantile((1.0 + confidence) / 2.0) * sd_rank
-    k = n * q
-    lr = min(max(math.floor(k - h), 1), n) - 1
-    ur = min(max(math.ceil(k + h), 1), n) - 1
-    extra = [linear_ranks(n, x) for x in also]
-    mid = (n - 1) // 2
-    bounds = ch._bound_ranks(n, k, sd_rank, confidence)
-    hi = min(lo + 1, n - 1)
-    wanted = [lo, hi, lr, ur, mid, *bounds, *(r for e in extra for r in e[:2])]
-    part = col.at(wanted, verify=False)
-    return Ranks(q, virtual, lo, hi, lr, ur, mid, k, sd_rank, bounds, extra, part)
+    at = ch.side_ranks(col.n, p, confidence, also)
+    return Ranks(at, col.at(at.wanted(), verify=False))
 
 
 def side(col: Column, r: Ranks, bracket: tuple[float, float], confidence: float) -> EngineSide:
     """`stats.change._side`, from the side's order statistics and one scan of its column."""
-    n, part, virtual, lr, ur, sd_rank = col.n, r.part, r.virtual, r.lr, r.ur, r.sd_rank
-    value = lerp(part[r.lo], part[r.hi], virtual - r.lo)
-    others = tuple(lerp(part[x], part[y], t) for x, y, t in r.extra)
-    se = (part[ur] - part[lr]) / max(ur - lr, 1) * sd_rank
-    down = (value - part[lr]) / max(virtual - lr, 0.5) * sd_rank
-    up = (part[ur] - value) / max(ur - virtual, 0.5) * sd_rank
-    skew = down / up if up > 0.0 else (1.0 if down == 0.0 else math.inf)
-    down, up = (
-        math.sqrt(ch.HALF_BAND * v * v + (1.0 - ch.HALF_BAND) * se * se) for v in (down, up)
+    n, part, at = col.n, r.part, r.at
+    lr, ur = at.lr, at.ur
+    bnd = ch.band(at, part)
+    value = bnd.value
+    scan = col.engine.scan(
+        col.rel, col.name, n, Plan(value, part[at.mid], part, bracket), col.label
     )
-    scan = col.engine.scan(col.rel, col.name, n, Plan(value, part[r.mid], part, bracket), col.label)
     auto = autocorr(scan.arrival, n)
     df = 1.0 / (1.0 / (ch.SPARSITY_DF_PER_RANK * max(ur - lr, 1)) + 1.0 / auto.df)
     tied, tick = _tied(col, scan, part[lr], part[ur], ur - lr + 1)
     inflate = math.sqrt(auto.factor)
-    bounds = r.bounds
+    bounds = at.bounds
     if auto.factor > 1.0:
-        bounds = ch._bound_ranks(n, r.k, sd_rank * inflate, confidence)
+        bounds = ch._bound_ranks(n, at.k, at.sd_rank * inflate, confidence)
         part = {**part, **col.at(list(bounds))}
     s = ch._Side(
         value=value,
-        down=down * inflate,
-        up=up * inflate,
-        se=se * inflate,
-        bias=(1.0 - 2.0 * r.q) * (part[ur] - part[lr]) / max(ur - lr, 1),
+        down=bnd.down * inflate,
+        up=bnd.up * inflate,
+        se=bnd.se * inflate,
+        bias=bnd.bias,
         indicator=np.empty(0, dtype=np.bool_),  # never read here: `n` says the size
         inflation=auto.factor,
         df=df,
         tied=tied,
         tick=tick,
-        others=others,
+        others=bnd.others,
         floor=part[bounds[0]] if bounds[0] >= 0 else -math.inf,
         ceiling=part[bounds[1]] if bounds[1] < n else math.inf,
-        skew=skew,
+        skew=bnd.skew,
     )
     return EngineSide(s, n, scan)
 
@@ -219,8 +192,8 @@ def compare(
     rb, rh = ranks(base, p, confidence, also), ranks(head, p, confidence, also)
     # the values both scans keep: both sides' bands, and what lies between them (where the
     # pooled percentile, and base's percentile among head's values, are)
-    low = min(rb.part[rb.lr], rh.part[rh.lr])
-    high = max(rb.part[rb.ur], rh.part[rh.ur])
+    low = min(rb.part[rb.at.lr], rh.part[rh.at.lr])
+    high = max(rb.part[rb.at.ur], rh.part[rh.at.ur])
     sb, sh = side(base, rb, (low, high), confidence), side(head, rh, (low, high), confidence)
     others = tuple(zip(sb.side.others, sh.side.others, strict=True))
     if sb.side.tied or sh.side.tied:

@@ -116,35 +116,93 @@ class _Side:
     skew: float = 1.0
 
 
-def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()) -> _Side:
-    n = x.size
+@dataclass(frozen=True, slots=True)
+class SideRanks:
+    """The 0-based ranks a side's percentile, its band, its bounds and the percentiles beside
+    it are read at: arithmetic on n alone, so the in-memory selection and the engine's
+    quantile query read the same order statistics."""
+
+    n: int
+    q: float
+    virtual: float  # the percentile's rank, exactly as np.percentile(method="linear") takes it
+    lo: int
+    hi: int
+    lr: int  # the band's ends, (1-based ranks clipped into [1, n]) as 0-based
+    ur: int
+    mid: int
+    k: float
+    sd_rank: float
+    bounds: tuple[int, int]
+    extra: tuple[tuple[int, int, float], ...]  # the `also` percentiles' ranks and weights
+
+    def wanted(self) -> list[int]:
+        at = {self.lo, self.hi, self.lr, self.ur, self.mid, *self.bounds}
+        return sorted(r for r in at | {r for e in self.extra for r in e[:2]} if 0 <= r < self.n)
+
+
+def side_ranks(n: int, p: float, confidence: float, also: Sequence[float] = ()) -> SideRanks:
     q = p / 100.0
-    # Percentile exactly as np.percentile(method="linear") computes it.
-    virtual = (n - 1) * (p / 100.0)
+    virtual = (n - 1) * q
     lo = math.floor(virtual)
-    hi = min(lo + 1, n - 1)
     sd_rank = math.sqrt(n * q * (1.0 - q))
     h = normal_quantile((1.0 + confidence) / 2.0) * sd_rank
     k = n * q
-    # Band ranks (1-based), clipped into [1, n], as 0-based indices.
-    lr = min(max(math.floor(k - h), 1), n) - 1
-    ur = min(max(math.ceil(k + h), 1), n) - 1
-    extra = [linear_ranks(n, a) for a in also]
-    mid = (n - 1) // 2
-    bounds = _bound_ranks(n, k, sd_rank, confidence)
-    kth = {lo, hi, lr, ur, mid, *bounds, *(r for e in extra for r in e[:2])}
-    part = select(x, [r for r in kth if 0 <= r < n])
-    value = lerp(float(part[lo]), float(part[hi]), virtual - lo)
-    others = tuple(lerp(float(part[a]), float(part[b]), t) for a, b, t in extra)
+    return SideRanks(
+        n=n,
+        q=q,
+        virtual=virtual,
+        lo=lo,
+        hi=min(lo + 1, n - 1),
+        lr=min(max(math.floor(k - h), 1), n) - 1,
+        ur=min(max(math.ceil(k + h), 1), n) - 1,
+        mid=(n - 1) // 2,
+        k=k,
+        sd_rank=sd_rank,
+        bounds=_bound_ranks(n, k, sd_rank, confidence),
+        extra=tuple(linear_ranks(n, a) for a in also),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """What a side's order statistics say of its percentile: the value, the percentiles
+    beside it, the band's slope as a standard error (whole, below and above: each half
+    blended with the whole), the edge-of-mode ratio and the sparsity bias."""
+
+    value: float
+    others: tuple[float, ...]
+    se: float
+    down: float
+    up: float
+    skew: float
+    bias: float
+
+
+def band(r: SideRanks, part: Any) -> Band:
+    """`part[rank]` is the order statistic at each rank of `r.wanted()` (a selected array,
+    or the engine's {rank: value})."""
+    at = {i: float(part[i]) for i in (r.lo, r.hi, r.lr, r.ur)}
+    value = lerp(at[r.lo], at[r.hi], r.virtual - r.lo)
+    others = tuple(lerp(float(part[a]), float(part[b]), t) for a, b, t in r.extra)
     # n >= needed_for_interval keeps h > 0.5 rank, so ur > lr.
-    se = (float(part[ur]) - float(part[lr])) / max(ur - lr, 1) * sd_rank
-    # below and above: each half of the band's slope, blended with the whole band's
-    down = (value - float(part[lr])) / max(virtual - lr, 0.5) * sd_rank
-    up = (float(part[ur]) - value) / max(ur - virtual, 0.5) * sd_rank
+    slope = (at[r.ur] - at[r.lr]) / max(r.ur - r.lr, 1)
+    se = slope * r.sd_rank
+    down = (value - at[r.lr]) / max(r.virtual - r.lr, 0.5) * r.sd_rank
+    up = (at[r.ur] - value) / max(r.ur - r.virtual, 0.5) * r.sd_rank
     skew = down / up if up > 0.0 else (1.0 if down == 0.0 else math.inf)
     down, up = (math.sqrt(HALF_BAND * v * v + (1.0 - HALF_BAND) * se * se) for v in (down, up))
+    bias = (1.0 - 2.0 * r.q) * (at[r.ur] - at[r.lr]) / max(r.ur - r.lr, 1)
+    return Band(value, others, se, down, up, skew, bias)
+
+
+def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()) -> _Side:
+    r = side_ranks(x.size, p, confidence, also)
+    n, k, sd_rank, lr, ur = r.n, r.k, r.sd_rank, r.lr, r.ur
+    part = select(x, r.wanted())
+    bnd = band(r, part)
+    value, bounds = bnd.value, r.bounds
     indicator = x <= value
-    auto = autocorrelation(indicator, x > float(part[mid]))
+    auto = autocorrelation(indicator, x > float(part[r.mid]))
     # Degrees of freedom of se: the sparsity estimate's and the autocorrelation factor's when
     # one is applied (the squared coefficients of variation of a product add up).
     df = 1.0 / (1.0 / (SPARSITY_DF_PER_RANK * max(ur - lr, 1)) + 1.0 / auto.df)
@@ -152,26 +210,26 @@ def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()
     inflate = math.sqrt(auto.factor)
     if auto.factor > 1.0:  # the bounds at the effective n: the ranks spread further
         bounds = _bound_ranks(n, k, sd_rank * inflate, confidence)
-    inside = [r for r in bounds if 0 <= r < n]
+    inside = [b for b in bounds if 0 <= b < n]
     # a copy when the ranks moved: `part` still holds the band's order statistics below
     ranked = select(part, inside) if auto.factor > 1.0 and inside else part
     floor = float(ranked[bounds[0]]) if bounds[0] >= 0 else -math.inf
     ceiling = float(ranked[bounds[1]]) if bounds[1] < n else math.inf
     return _Side(
         value=value,
-        down=down * inflate,
-        up=up * inflate,
-        se=se * inflate,
-        bias=(1.0 - 2.0 * q) * (float(part[ur]) - float(part[lr])) / max(ur - lr, 1),
+        down=bnd.down * inflate,
+        up=bnd.up * inflate,
+        se=bnd.se * inflate,
+        bias=bnd.bias,
         indicator=indicator,
         inflation=auto.factor,
         df=df,
         tied=tied,
         tick=tick,
-        others=others,
+        others=bnd.others,
         floor=floor,
         ceiling=ceiling,
-        skew=skew,
+        skew=bnd.skew,
     )
 
 
