@@ -75,7 +75,7 @@ def compare_aggregate(
     changes = [_change(x, p, budget.regression.confidence) for x in pairs]
     # a row named like a per-token metric holds the tool's per-token values: no floor in ms
     floors = [0.0 if x.name in PER_TOKEN else budget.regression.min_ms for x in pairs]
-    verdicts = decide_rows(changes, floors_ms=floors, regression=budget.regression)
+    verdicts = decide_rows(changes, floors_ms=floors, regression=budget.regression).verdicts
     rows = [
         _row(x, change=c, verdict=v, budget=budget, sources=(_source(base), _run(head).source))
         for x, c, v in zip(pairs, changes, verdicts, strict=True)

@@ -131,6 +131,10 @@ class Row:
     # the family the row's change was tested in: "gate" (the rows the gate can fail on) or
     # "information" (tested among themselves); None when it was not compared
     family: str | None = None
+    # the row's p-value adjusted over its family, and how the family was tested: "permutation"
+    # (the step-down permuting whole requests) or "holm" (Holm's correction)
+    family_p_value: float | None = None
+    family_test: str | None = None
     percentiles: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
     headroom_pct: float | None = None
     status: Status | None = None  # slo rows; None without a target

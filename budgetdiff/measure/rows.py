@@ -36,10 +36,6 @@ OTHER_PERCENTILES = (50.0, 90.0, 99.0)
 # The family a compared row is tested in: the rows the gate can fail on, or those that inform
 GATE = "gate"
 INFORMATION = "information"
-# Decide each family by the joint step-down (`stats.joint`) rather than Holm. Off: measured on
-# the simulations' A/A reports it flags 5.3% (independent), 6.3% (AR 0.9) and 7.8% (load
-# regimes) of them, over the 5% the gate allows (issue 34, docs/statistics.md).
-JOINT = False
 PAIRABLE = ("ttft", "total")  # per-request metrics that stay aligned by request id
 PER_TOKEN = ("itl", "tpot")  # `min_ms` is a per-request floor: it does not apply per token
 
@@ -64,17 +60,31 @@ def compare(
     series = _series(base, head, split, pairs, budget)
     gated = [budget.gated(s.kind, s.name) for s in series]
     changes = _changes(series, budget, unit, gated)
-    verdicts = decide_rows(
+    decided = decide_rows(
         changes,
         floors_ms=[s.floor_ms for s in series],
         regression=budget.regression,
         gated=gated,
-        samples=[(s.base, s.head) for s in series] if JOINT else None,
-        runs=(_labels(base, "total"), _labels(head, "total")),
+        samples=[(s.base, s.head) for s in series],
+        percentile=p,
+        pairs=[s.pairs for s in series],
+        several_runs=_labels(base, "total") is not None or _labels(head, "total") is not None,
     )
     rows = [
-        _row(s, change=c, verdict=v, split=split, budget=budget, unit=unit, gated=g)
-        for s, c, v, g in zip(series, changes, verdicts, gated, strict=True)
+        _row(
+            s,
+            change=c,
+            verdict=v,
+            split=split,
+            budget=budget,
+            unit=unit,
+            gated=g,
+            family_p=a,
+            family_test=decided.tests.get(g),
+        )
+        for s, c, v, g, a in zip(
+            series, changes, decided.verdicts, gated, decided.adjusted, strict=True
+        )
     ]
     slo_rows = tuple(r for r in rows if r.kind == "slo")
     fix_first = whatif.fix_first(head, budget, split.head_parts) if split.served else ()
@@ -82,7 +92,7 @@ def compare(
         *_input_notes(base, head),
         *_tool_notes(slo_rows, base, head, p),
         *_unbudgeted_notes(head, split, p),
-        *_family_notes(rows, changes, series, budget.regression),
+        *_family_notes(rows, changes, series, budget.regression, decided.tests),
         *notes,
         *_pairing_notes(pairs, split.method, p, unit),
         *(_runs_notes(base, head, budget) if base is not None and head.run.agent is None else []),
@@ -267,6 +277,16 @@ def _changes(
     ]
 
 
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """The rows' verdicts (None: a row without a change), each row's p-value adjusted over its
+    family, and how each family was tested (True: the gate's rows, False: information)."""
+
+    verdicts: list[Change | None]
+    adjusted: list[float | None]
+    tests: dict[bool, stats.FamilyTest]
+
+
 def decide_rows(
     changes: Sequence[stats.Change | None],
     *,
@@ -274,49 +294,74 @@ def decide_rows(
     regression: Regression,
     gated: Sequence[bool] | None = None,
     samples: Sequence[tuple[FloatArray | None, FloatArray | None]] | None = None,
-    runs: tuple[np.ndarray | None, np.ndarray | None] = (None, None),
-) -> list[Change | None]:
+    percentile: float | None = None,
+    pairs: Sequence[tuple[np.ndarray, np.ndarray] | None] | None = None,
+    several_runs: bool = False,
+) -> Decided:
     """The verdict of each row with a change (`stats.decide`), None for a row without one.
     Rows are decided in two families: those the gate acts on (`gated`, `Budget.gated`), and
     those that only inform, tested among themselves (so they never dilute the gate's). With
-    each row's values (`samples`, base and head) the family's p-values are adjusted by the
-    joint step-down over whole requests (`runs`: each request's run, per side); without them,
-    Holm's. `floors_ms`: each row's smallest change in ms that counts."""
+    each row's values (`samples`, base and head, and `pairs` as the changes took them) a family
+    is tested by the permutation step-down over whole requests at the `percentile`, where the
+    requests are exchangeable (`stats.family_test`; not with `several_runs` a side); otherwise
+    by Holm's correction. `floors_ms`: each row's smallest change in ms that counts."""
     families = list(gated) if gated is not None else [True] * len(changes)
     verdicts: list[Change | None] = [None] * len(changes)
+    adjusted: list[float | None] = [None] * len(changes)
+    tests: dict[bool, stats.FamilyTest] = {}
     for family in (True, False):
         tested = [i for i, c in enumerate(changes) if c is not None and families[i] == family]
         chosen = [c for i, c in enumerate(changes) if c is not None and i in tested]
         if not chosen:
             continue
-        adjusted = _adjusted(chosen, tested, samples, runs)
+        test = _family_test(
+            chosen, tested, samples, percentile, pairs, several_runs, 1.0 - regression.confidence
+        )
+        tests[family] = test
         decided = stats.decide(
             chosen,
             min_change=regression.min_change,
             min_ms=[floors_ms[i] for i in tested],
             confidence=regression.confidence,
-            adjusted=adjusted,
+            adjusted=test.adjusted,
         )
-        for i, verdict in zip(tested, decided, strict=True):
+        family_p = (
+            test.adjusted
+            if test.adjusted is not None
+            else stats.holm_adjusted([c.p_value for c in chosen])
+        )
+        for i, verdict, a in zip(tested, decided, family_p, strict=True):
             verdicts[i] = Change(verdict)
-    return verdicts
+            adjusted[i] = a
+    return Decided(verdicts, adjusted, tests)
 
 
-def _adjusted(
+def _family_test(
     chosen: list[stats.Change],
     tested: list[int],
     samples: Sequence[tuple[FloatArray | None, FloatArray | None]] | None,
-    runs: tuple[np.ndarray | None, np.ndarray | None],
-) -> list[float | None] | None:
-    """The joint step-down's adjusted p-values of one family, or None (Holm) without values."""
-    if samples is None:
-        return None
-    pairs = [samples[i] for i in tested]
-    base = [b for b, _ in pairs if b is not None]
-    head = [h for _, h in pairs if h is not None]
+    percentile: float | None,
+    pairs: Sequence[tuple[np.ndarray, np.ndarray] | None] | None,
+    several_runs: bool,
+    level: float,
+) -> stats.FamilyTest:
+    """One family's test (`stats.family_test`), or Holm's correction without values."""
+    if samples is None or percentile is None:
+        return stats.FamilyTest(stats.HOLM, None)
+    values = [samples[i] for i in tested]
+    base = [b for b, _ in values if b is not None]
+    head = [h for _, h in values if h is not None]
     if len(base) != len(chosen) or len(head) != len(chosen):
-        return None
-    return stats.joint_p_values(chosen, base, head, base_runs=runs[0], head_runs=runs[1])
+        return stats.FamilyTest(stats.HOLM, None)
+    return stats.family_test(
+        chosen,
+        base,
+        head,
+        percentile,
+        pairs=[pairs[i] for i in tested] if pairs is not None else None,
+        several_runs=several_runs,
+        level=level,
+    )
 
 
 def _row(
@@ -328,6 +373,8 @@ def _row(
     budget: Budget,
     unit: Unit,
     gated: bool = True,
+    family_p: float | None = None,
+    family_test: stats.FamilyTest | None = None,
 ) -> Row:
     p = budget.percentile
     # check: head alone (a slice of a run where nothing succeeded has no value: not measured)
@@ -353,6 +400,8 @@ def _row(
         paired=change.paired if change else False,
         notes=(change.note,) if change and change.note else (),
         family=(GATE if gated else INFORMATION) if s.tested else None,
+        family_p_value=family_p,
+        family_test=family_test.method if family_test is not None and s.tested else None,
         percentiles=_percentiles(s, change, p),
         headroom_pct=standing.headroom_pct,
         status=standing.status,
@@ -550,9 +599,11 @@ def _family_notes(
     changes: list[stats.Change | None],
     series: list[_Series],
     regression: Regression,
+    tests: Mapping[bool, stats.FamilyTest],
 ) -> list[str]:
-    """Which rows were tested together, where some only inform; and the rows whose own
-    interval excludes 0 but that their family's joint test does not count."""
+    """Which rows were tested together, where some only inform; how a family was tested where
+    it could not be by permutation; and the rows whose own interval excludes 0 but that their
+    family's test does not count."""
     size = {f: sum(1 for r in rows if r.family == f) for f in (GATE, INFORMATION)}
     notes = []
     if size[GATE] and size[INFORMATION]:
@@ -561,16 +612,28 @@ def _family_notes(
             f"the {size[GATE]} rows the gate can fail on are tested as one family; the "
             f"information rows among themselves: {info}"
         )
+    for gated, test in tests.items():
+        if test.why is not None:
+            which = "the rows the gate can fail on" if gated else "the information rows"
+            notes.append(
+                f"{which} are tested with Holm's correction, not by permuting requests: {test.why}"
+            )
     for r, c, s in zip(rows, changes, series, strict=True):
         big = c is not None and stats.large_enough(c, regression.min_change, s.floor_ms)
         if r.change == Change.NONE and big and r.ci_ms and (r.ci_ms[0] > 0 or r.ci_ms[1] < 0):
             which = "rows the gate can fail on" if r.family == GATE else "information rows"
+            how = TESTED_BY.get(r.family_test or "", "")
             notes.append(
                 f"{r.label}: its interval excludes 0, but not once the {size[r.family or GATE]} "
-                f"{which} are tested together (joint step-down): counted as no significant "
-                "change"
+                f"{which} are tested together{how}: counted as no significant change"
             )
     return notes
+
+
+TESTED_BY = {
+    stats.PERMUTATION: " (permutation step-down over whole requests)",
+    stats.HOLM: " (Holm's correction)",
+}
 
 
 def _pairing_notes(

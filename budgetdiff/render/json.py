@@ -204,6 +204,8 @@ def _common(r: Row) -> dict[str, Any]:
         "paired": r.paired,
         "notes": list(r.notes),
         "family": r.family,
+        "family_p_value": r.family_p_value,
+        "family_test": r.family_test,
         "percentiles": {
             k: {"base_ms": _f(b), "head_ms": _f(h)} for k, (b, h) in r.percentiles.items()
         },

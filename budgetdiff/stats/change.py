@@ -81,8 +81,8 @@ class Change:
     note: str | None  # caveat as data
     # (base, head) at each of `also` percentiles, from the same selection
     others: tuple[tuple[float, float], ...] = ()
-    # what a family's joint step-down reads (`joint.family_p_values`): the row's tests (its
-    # interval's, and the quantile test's), and whether each side is autocorrelated
+    # the row's tests (its interval's, and the quantile test's), and whether each side is
+    # autocorrelated in arrival order (then its requests are not permuted: `decide.family_test`)
     tests: tuple[RowTest, ...] = ()
     autocorrelated: tuple[bool, bool] = (False, False)
 

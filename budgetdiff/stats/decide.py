@@ -1,15 +1,15 @@
 """The one place that turns changes into verdicts: regression, improvement, none or
-inconclusive, significant over the rows of one family (the joint step-down's adjusted p-values,
-or Holm's correction)."""
+inconclusive, significant over the rows of one family (the permutation step-down's adjusted
+p-values, or Holm's correction)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-import numpy as np
-
+from budgetdiff.stats import permutation
 from budgetdiff.stats.change import Change
-from budgetdiff.stats.joint import SideLayout, block_length, family_p_values
+from budgetdiff.stats.permutation import Pairs
 from budgetdiff.table import FloatArray
 
 
@@ -57,8 +57,8 @@ def decide(
     (below) 0: a row never reads "regression" beside an interval that says "maybe no change".
     Too few requests -> inconclusive.
     `min_ms` may be one floor per change (per-token rows take none: 5 ms is a whole token).
-    `adjusted`: the changes' p-values already adjusted over their family (the joint step-down,
-    `joint.family_p_values`), significant at 1 - confidence; without them, Holm's correction.
+    `adjusted`: the changes' p-values already adjusted over their family (the permutation
+    step-down, `family_test`), significant at 1 - confidence; without them, Holm's correction.
     """
     alpha = 1.0 - confidence
     significant = (
@@ -79,26 +79,69 @@ def decide(
     return out
 
 
-def joint_p_values(
+@dataclass(frozen=True, slots=True)
+class FamilyTest:
+    """How one family's rows were tested together: by the permutation step-down, with each
+    row's adjusted p-value (None: a row without a test), or by Holm's correction, and why."""
+
+    method: str  # PERMUTATION or HOLM
+    adjusted: list[float | None] | None  # None with Holm: `decide` corrects the p-values
+    why: str | None = None  # why not by permutation
+
+
+PERMUTATION = "permutation"
+HOLM = "holm"
+
+
+def family_test(
     changes: Sequence[Change],
     base: Sequence[FloatArray],
     head: Sequence[FloatArray],
+    p: float,
     *,
-    base_runs: np.ndarray | None = None,
-    head_runs: np.ndarray | None = None,
-) -> list[float | None] | None:
-    """The changes' p-values adjusted over their family by the joint step-down (one family:
-    the changes given, with each row's values on each side, in arrival order, and each
-    request's run on a side of several). The units resampled are requests, or blocks of
-    sqrt(n) where a row of that side is autocorrelated. None when a change has a p-value
-    but no tests to resample (from histograms): `decide` then takes Holm's correction."""
-    if any(c.p_value is not None and not c.tests for c in changes):
-        return None
-    layouts = []
-    for k, values, runs in ((0, base, base_runs), (1, head, head_runs)):
-        n = max((len(v) for v in values), default=0)
-        correlated = any(c.autocorrelated[k] for c in changes)
-        layouts.append(SideLayout(runs=runs, block=block_length(n, correlated)))
-    return family_p_values(
-        [c.tests for c in changes], base, head, base_layout=layouts[0], head_layout=layouts[1]
-    )
+    pairs: Sequence[Pairs | None] | None = None,
+    several_runs: bool = False,
+    level: float | None = None,
+) -> FamilyTest:
+    """The test of one family (the changes given, each row's values on each side in arrival
+    order, `pairs` as `compare_percentile` took them): the permutation step-down over whole
+    requests (`stats.permutation`) where the requests are exchangeable, else Holm's correction.
+    Rows without a test (too few requests) stay out of the family. `level`: the family's
+    (1 - confidence), at which the permutations may stop early (`permutation.step_down`)."""
+    rows = [i for i, c in enumerate(changes) if c.p_value is not None and c.needed is None]
+    if not rows:
+        return FamilyTest(HOLM, None)
+    sizes = [(len(base[i]), len(head[i])) for i in rows]
+    autocorrelated = any(any(changes[i].autocorrelated) for i in rows)
+    if not permutation.applies(sizes, several_runs=several_runs, autocorrelated=autocorrelated):
+        return FamilyTest(HOLM, None, _why_not(sizes, several_runs, autocorrelated))
+    chosen = [pairs[i] for i in rows] if pairs is not None else None
+    adjusted = permutation.step_down(
+        [base[i] for i in rows], [head[i] for i in rows], p, pairs=chosen, level=level
+    ).bounded()
+    out: list[float | None] = [None] * len(changes)
+    for i, a in zip(rows, adjusted, strict=True):
+        out[i] = a
+    return FamilyTest(PERMUTATION, out)
+
+
+def _why_not(sizes: Sequence[tuple[int, int]], several_runs: bool, autocorrelated: bool) -> str:
+    """Why a family's requests are not permuted (`permutation.applies`)."""
+    if several_runs:
+        return "several runs a side: their drift is in the intervals, not in a permutation"
+    if autocorrelated:
+        return "requests correlated in arrival order: a permutation would understate the noise"
+    n = max(b + h for b, h in sizes)
+    return f"a row of {n:,} values, more than the {permutation.MAX_REQUESTS:,} it permutes"
+
+
+def holm_adjusted(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm's adjusted p-values (significant where at most the family level, as `holm`)."""
+    tested = sorted((pv, i) for i, pv in enumerate(p_values) if pv is not None)
+    m = len(tested)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (pv, i) in enumerate(tested):
+        running = max(running, min(1.0, (m - rank) * pv))
+        out[i] = running
+    return out

@@ -21,8 +21,7 @@ from scipy.signal import lfilter
 from scipy.stats import binomtest
 
 from budgetdiff.cli import main
-from budgetdiff.measure.rows import JOINT
-from budgetdiff.stats import Change, attainment, compare_percentile, decide, joint_p_values
+from budgetdiff.stats import Change, attainment, compare_percentile, decide, family_test
 
 Rng = np.random.Generator
 Rows = dict[str, np.ndarray]
@@ -147,7 +146,8 @@ def report(
     runs: np.ndarray | None = None,
 ) -> tuple[dict[str, str], list[Change]]:
     """Verdict per row of the i-th report, and its changes (the stats layer, as compare does:
-    one family of 7 rows, all of them rows the gate acts on; `JOINT` as compare takes it).
+    one family of 7 rows, all of them rows the gate acts on, tested as compare tests them:
+    `stats.family_test`).
     `runs`: the run of each request, the same on both sides (several runs a side)."""
     changes = [
         compare_percentile(
@@ -163,19 +163,20 @@ def report(
         )
         for k in base
     ]
-    adjusted = (
-        joint_p_values(
-            changes,
-            [base[k][i] for k in base],
-            [head[k][i] for k in base],
-            base_runs=runs,
-            head_runs=runs,
-        )
-        if JOINT
-        else None
+    test = family_test(
+        changes,
+        [base[k][i] for k in base],
+        [head[k][i] for k in base],
+        P,
+        several_runs=runs is not None,
+        level=1.0 - CONFIDENCE,
     )
     verdicts = decide(
-        changes, min_change=min_change, min_ms=min_ms, confidence=CONFIDENCE, adjusted=adjusted
+        changes,
+        min_change=min_change,
+        min_ms=min_ms,
+        confidence=CONFIDENCE,
+        adjusted=test.adjusted,
     )
     return dict(zip(base, verdicts, strict=True)), changes
 
