@@ -395,3 +395,85 @@ def cli_drift_aa(
         through_zero += sum(1 for r in moved if r["ci_ms"][0] <= 0.0 <= r["ci_ms"][1])
         notes.append(report["notes"][-1])
     return CliAA(pairs, flagged, through_zero, tuple(notes))
+
+
+# Issue 34's comment of many rows: three classes of traffic, each its own scenario with its own
+# SLOs (docs/budget.md, "Classes of traffic"), six slices and two SLO metrics each.
+CLASS_SCALES = {"chat": 1.0, "api": 2.0, "batch": 4.0}  # each class's slices, times MEDIANS_MS
+SIX_SLICES_MS = {**MEDIANS_MS, "tools": 30.0}
+
+
+def classes_budget() -> str:
+    """Six slices and two SLOs a class, targets far above the p95 (the A/A must not breach),
+    no size floors: every row is one the gate acts on."""
+    slices_ = ", ".join(f"{k}: 100000" for k in SIX_SLICES_MS)
+    classes = "".join(
+        f"  {c}:\n    slo: {{ttft: {1000 * f:g}, total: {5000 * f:g}}}\n"
+        for c, f in CLASS_SCALES.items()
+    )
+    return (
+        "version: 1\npercentile: 95\nslo: {ttft: 1000, total: 5000}\n"
+        f"slices: {{{slices_}}}\nfirst_token_after: prefill\n"
+        "regression: {min_change: 0%, min_ms: 0}\n"
+        f"classes:\n{classes}"
+    )
+
+
+def write_classes_side(rng: Rng, path: Path, n: int) -> None:
+    """One side: `n` independent requests per class (lognormal slices, SIGMA), classes one after
+    the other, as a native CSV table with a `class` column."""
+    header = [f"{k}_ms" for k in SIX_SLICES_MS] + ["class"]
+    lines = [",".join(header)]
+    med = np.array(list(SIX_SLICES_MS.values()))
+    for c, f in CLASS_SCALES.items():
+        x = f * med * np.exp(SIGMA * rng.standard_normal((n, med.size)))
+        lines += [",".join([*(f"{v:.3f}" for v in row), c]) for row in x]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@dataclass(frozen=True)
+class ClassesAA:
+    """A/A comments of three classes through `budgetdiff compare`: rows per comment, comments
+    with any row flagged either way, with a regression (the gate fails), each class's count
+    of flagged comments, and flagged rows whose interval holds 0."""
+
+    pairs: int
+    rows: int
+    flagged: int
+    regression: int
+    per_class: tuple[int, ...]
+    through_zero: int
+
+
+def cli_classes_aa(folder: Path, pairs: int, seed: int, *, n: int) -> ClassesAA:
+    """A/A pairs of one table a side holding the three classes, `n` requests each, given to
+    the command line (in-process `main`, JSON output); a comment counts as flagged when any
+    row of any class says regression or improvement."""
+    rng = np.random.default_rng(seed)
+    budget = folder / "budget.yml"
+    budget.write_text(classes_budget())
+    flagged = regression = through_zero = rows_ = 0
+    per_class = dict.fromkeys(CLASS_SCALES, 0)
+    for _ in range(pairs):
+        for side in ("base", "head"):
+            write_classes_side(rng, folder / f"{side}.csv", n)
+        argv = ["compare", "--budget", str(budget), "--output", "json"]
+        argv += ["--base", str(folder / "base.csv"), "--head", str(folder / "head.csv")]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(argv, environ={})
+        assert code in (0, 1), code
+        report = json.loads(out.getvalue())
+        names = sorted(s["name"] for s in report["scenarios"])
+        assert names == sorted(CLASS_SCALES), names
+        every = [r for s in report["scenarios"] for r in (*s["slo"], *s["slices"])]
+        rows_ = len(every)
+        moved = [r for r in every if r["change"] in ("regression", "improvement")]
+        flagged += bool(moved)
+        regression += any(r["change"] == "regression" for r in moved)
+        for s in report["scenarios"]:
+            per_class[s["name"]] += any(
+                r["change"] in ("regression", "improvement") for r in (*s["slo"], *s["slices"])
+            )
+        through_zero += sum(1 for r in moved if r["ci_ms"][0] <= 0.0 <= r["ci_ms"][1])
+    return ClassesAA(pairs, rows_, flagged, regression, tuple(per_class.values()), through_zero)

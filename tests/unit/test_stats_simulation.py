@@ -17,7 +17,8 @@ import pytest
 from budgetdiff.budget.file import parse_budget
 from budgetdiff.measure.prepare import prepare
 from budgetdiff.measure.rows import compare
-from budgetdiff.stats import attainment, compare_percentile, decide, interval
+from budgetdiff.stats import attainment, change, compare_percentile, decide, interval
+from budgetdiff.stats import autocorrelation as ac
 from budgetdiff.table import Run
 from tests.support import simulation as sim
 
@@ -352,30 +353,105 @@ def test_quantised_15pct_shift_is_still_found() -> None:
     assert hits / 200 >= 0.8
 
 
-def test_aa_warm_up_in_both_sides_stays_within_alpha() -> None:
-    """Issue 34's warm-up design (the first 5% of each side twice as slow), 300 requests a side,
-    1,000 reports: within alpha, but conservative (0.1% measured, under the [1%, 5%] band the
-    issue asks for): the warm-up block reads as autocorrelation (every report notes it) and the
-    inflated error is wider than the warm-up needs. The lower end is not asserted: not met."""
-    aa = sim.run_aa(sim.WARMUP, 300, REPORTS, seed=3401)
+def _assert_in_band(aa: sim.AA) -> None:
+    """Issue 34, item 4: a true A/A design is calibrated, not only under alpha: the rate per
+    report in [1%, 5%] (the point estimate; the exact interval's upper end as above)."""
     _assert_calibrated(aa)
+    assert aa.any_flag / aa.reports >= 0.01, aa
+
+
+@pytest.mark.parametrize("n", [300, 1000])
+def test_aa_warm_up_in_both_sides_is_calibrated(n: int) -> None:
+    """Issue 34's warm-up design (the first 5% of each side twice as slow), 1,000 reports.
+    Read as autocorrelation, the warm-up block inflated the error 3.5-6x and 0.1% (300) / 0.0%
+    (1,000) of A/A reports flagged a row; even uninflated, the independent error overstates the
+    variance of a run whose slow requests' count is fixed by its start. Set apart as a stratum
+    (`autocorrelation.PREFIX_Z`), it is calibrated; at 1,000 a side it is found on every row,
+    so reports rarely say "autocorrelated"."""
+    aa = sim.run_aa(sim.WARMUP, n, REPORTS, seed=3401)
+    _assert_in_band(aa)
+    if n == 1000:
+        assert aa.noted / aa.reports <= 0.05, aa
+
+
+@pytest.mark.parametrize("n", [300, 1000])
+def test_aa_batch_coupled_noise_is_calibrated(n: int) -> None:
+    """Issue 34's batch-coupled noise (20 consecutive requests share a lognormal(0, 0.2)
+    factor), 1,000 reports. At 300 a side the tail indicator's batch means and the lag-1 runs
+    test found it on a fifth to a half of the rows, and 14.4% of A/A reports flagged a row (5.0%
+    at 1,000); the overlapping batch means of the quartile score find it, and a row's two sides
+    are taken as correlated when either is."""
+    aa = sim.run_aa(sim.BATCH, n, REPORTS, seed=3401)
+    _assert_in_band(aa)
     assert aa.noted / aa.reports >= 0.95
+
+
+@pytest.fixture(scope="module")
+def three_classes(tmp_path_factory: pytest.TempPathFactory) -> sim.ClassesAA:
+    """Issue 34's comment of 24 rows: three classes of traffic (one table a side, a `class`
+    column), six slices and two SLOs each, 300 requests a class a side, no size floors, through
+    `budgetdiff compare` (300 A/A pairs, about 25 s)."""
+    return sim.cli_classes_aa(tmp_path_factory.mktemp("classes"), 300, 3403, n=300)
+
+
+def test_aa_three_classes_each_class_keeps_the_level(three_classes: sim.ClassesAA) -> None:
+    """Each class is its own family (its 8 rows, Holm): each class's A/A rate is at most
+    alpha, the gate (a regression anywhere) too, and no flagged row's interval holds 0."""
+    aa = three_classes
+    assert aa.rows == 3 * (6 + 2), aa
+    assert all(k / aa.pairs <= ALPHA for k in aa.per_class), aa
+    assert aa.regression / aa.pairs <= ALPHA, aa
+    assert aa.through_zero == 0, aa
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 34, open: batch-coupled noise (20 consecutive requests share a lognormal "
-    "factor, sigma 0.2) at 300 a side flags 14.4% of A/A reports (1,000 reports, seed 3401): "
-    "the batch-means factor on the p95 indicator undershoots with 15 batches a side",
+    reason="issue 34, open: a comment of three classes is three families (Holm over each "
+    "class's 8 rows), so about three times a class's rate flags something: 6.3% of these 300 "
+    "A/A comments (exact 95% 3.9-9.7%), 6.7% of 600 (4.8-9.0%); the family across classes "
+    "is decide's / measure.rows'",
 )
-def test_aa_batch_coupled_noise_at_300_stays_within_alpha() -> None:
-    _assert_calibrated(sim.run_aa(sim.BATCH, 300, REPORTS, seed=3401))
+def test_aa_three_classes_one_comment_is_calibrated(three_classes: sim.ClassesAA) -> None:
+    aa = three_classes
+    assert 0.01 <= aa.flagged / aa.pairs <= ALPHA, aa
 
 
-def test_aa_batch_coupled_noise_at_1000_is_within_alpha() -> None:
-    """The same design at 1,000 a side: 5.0% of A/A reports flag a row (1,000 reports, seed
-    3401; exact 95% interval 3.7-6.5%), at the limit; the 300-a-side case above is not."""
-    aa = sim.run_aa(sim.BATCH, 1000, REPORTS, seed=3401)
-    assert aa.any_flag / aa.reports <= ALPHA, aa
-    assert aa.through_zero == 0, aa
-    assert aa.noted / aa.reports >= 0.95
+@pytest.mark.parametrize("n", [400, 40_000])
+def test_the_score_s_overlapping_batch_means_follow_their_definition(n: int) -> None:
+    """The score test's long-run variance, against the overlapping batch means written out
+    (Meketon-Schmeiser): every window of b values starting at each chunk (chunks of one request
+    at 400, of 12 at 40,000), b n / (n - b) times the mean squared deviation of the window
+    means, over the score's variance."""
+    rng = np.random.default_rng(3404)
+    score = rng.integers(0, 4, n).astype(np.int8)
+    chunks = ac.score_chunks(score)
+    step = chunks.step
+    assert step == (1 if n <= 1000 else math.isqrt(n) // 16)
+    used = score[: n // step * step].astype(np.float64)
+    m = used.size
+    b = math.isqrt(m) // step * step
+    windows = np.array([used[j : j + b].mean() for j in range(0, m - b + 1, step)])
+    mu, var = used.mean(), used.var()
+    want = b * m / (m - b) * float(np.mean((windows - mu) ** 2)) / var
+    got = ac._obm_factor(chunks)
+    assert got is not None
+    assert got[0] == pytest.approx(want, rel=1e-9)
+    assert got[2] == pytest.approx(var, rel=1e-9)
+
+
+def test_a_warm_up_is_a_stratum_of_its_own_not_correlation() -> None:
+    """The first 50 of 1,000 requests twice as slow: found as a warm-up of about 50, and the
+    variance factor is the stratified share's, from numpy on the same indicator; the same
+    values shuffled have none."""
+    rng = np.random.default_rng(3405)
+    x = 400.0 * np.exp(0.4 * rng.standard_normal(1000))
+    x[:50] *= 2.0
+    side = change._side(x, P, CONFIDENCE)
+    assert 45 <= side.warmup <= 55 and not side.correlated
+    w, ind = side.warmup, x <= side.value
+    m, first, then = ind.mean(), ind[:w].mean(), ind[w:].mean()
+    within = w * first * (1 - first) + (1000 - w) * then * (1 - then)
+    assert side.inflation == pytest.approx(within / (1000 * m * (1 - m)), rel=1e-12)
+    assert side.inflation < 1.0
+    shuffled = change._side(rng.permutation(x), P, CONFIDENCE)
+    assert shuffled.warmup == 0 and shuffled.inflation == 1.0
