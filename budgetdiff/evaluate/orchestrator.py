@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
+from budgetdiff import numbers
 from budgetdiff.budget.model import Budget, did_you_mean
 from budgetdiff.errors import InputError, UsageError
 from budgetdiff.formats import ReadOptions, detect
@@ -377,13 +378,17 @@ def evaluate(
     is a check of head alone, unless `no_base` says why a compare has no base. `pair`: pair
     requests by id where they agree on what they asked (None), always (True), never (False)."""
     pairs, base_only = pair_runs(base, head, no_base)
+    compared = sum(1 for p in pairs if p.base is not None)  # they share the gate's level
     scenarios: list[Scenario] = []
     for p in pairs:
         held_to = budget.for_scenario(p.head.scenario)  # its class's SLO and slices, if any
-        c = agent.attach(compare_pair(p, held_to, pair), p.base, p.head, held_to)
+        c = compare_pair(p, held_to, pair, comparisons=compared)
+        c = agent.attach(c, p.base, p.head, held_to)
         c = doubts.mark(c, held_to, p.head, p.base)  # no pass mark on a number in doubt
         if not scenarios and budget.classes:  # said once, with the first
             c = replace(c, notes=(*c.notes, *_unmatched_classes(budget, head)))
+        if not scenarios and compared > 1:
+            c = replace(c, notes=(*c.notes, _shared_level(compared, budget)))
         trends = _trends(history, c, held_to)
         findings, verdict = judge(
             c,
@@ -400,6 +405,18 @@ def evaluate(
         scenarios.append(Scenario(c, tuple(findings), verdict, trends))
     mode = "compare" if base is not None or no_base is not None else "check"
     return Report(id=report_id, mode=mode, scenarios=tuple(scenarios), accepted=accepted)
+
+
+def _shared_level(compared: int, budget: Budget) -> str:
+    """How the comparisons of one report share the gate's level (`rows.share_level`)."""
+    alpha = 1.0 - budget.regression.confidence
+    each = rows.share_level(alpha, compared)
+    return (
+        f"the {compared} comparisons of this report share its {numbers.pct(100 * alpha)} "
+        f"false-alarm level: each tests its rows at {numbers.pct(100 * each)} (Sidak: they are "
+        "of different requests), so that any row of any of them flags a chance change at most "
+        f"{numbers.pct(100 * alpha)} of the time"
+    )
 
 
 def _unmatched_classes(budget: Budget, head: list[Run]) -> list[str]:
@@ -439,10 +456,13 @@ def pair_runs(
     return pairs, [r.scenario or "default" for r in base_only]
 
 
-def compare_pair(pair: Pair, budget: Budget, by_id: bool | None = None) -> Comparison:
+def compare_pair(
+    pair: Pair, budget: Budget, by_id: bool | None = None, *, comparisons: int = 1
+) -> Comparison:
     """The rows of one pair: request by request when both sides hold one row per request (the
     requests both ran, paired by id where that is proven: see `pairing`), else from what the
-    files hold (percentiles, histograms, means)."""
+    files hold (percentiles, histograms, means). `comparisons`: how many the report holds
+    (they share the gate's level)."""
     b, h = pair.base, pair.head
     if h.per_request and (b is None or b.per_request):
         if b is None:
@@ -450,12 +470,15 @@ def compare_pair(pair: Pair, budget: Budget, by_id: bool | None = None) -> Compa
         m = pairing.match(b, h, by_id)
         base, head, alike = prepare_alike(m.base, m.head, budget)  # one end-to-end definition
         base, head = counted(base, b), counted(head, h)  # failures: of every row (issue 38)
-        return rows.compare(base, head, budget, pair=m.paired, notes=(*m.notes, *alike))
+        notes = (*m.notes, *alike)
+        return rows.compare(base, head, budget, pair=m.paired, notes=notes, comparisons=comparisons)
 
     def side(r: Run) -> Run | Prepared:
         return prepare(r, budget) if r.per_request else r
 
-    return compare_aggregate(side(b) if b is not None else None, side(h), budget)
+    return compare_aggregate(
+        side(b) if b is not None else None, side(h), budget, comparisons=comparisons
+    )
 
 
 def counted(prep: Prepared, run: Run) -> Prepared:

@@ -14,7 +14,14 @@ from budgetdiff.budget.model import Budget
 from budgetdiff.errors import InputError
 from budgetdiff.measure.prepare import Prepared
 from budgetdiff.measure.results import METRIC_LABELS, Change, Comparison, Row, RowKind, Side
-from budgetdiff.measure.rows import PER_TOKEN, Standing, against_target, decide_rows, prepared_side
+from budgetdiff.measure.rows import (
+    PER_TOKEN,
+    Standing,
+    against_target,
+    decide_rows,
+    prepared_side,
+    share_level,
+)
 from budgetdiff.table import KNOWN_SLICES, Histogram, Run, histogram_quantile
 
 NO_INTERVAL = "summary input: no per-request data, so no interval; the change is not judged"
@@ -59,9 +66,10 @@ class _Pair:
 
 
 def compare_aggregate(
-    base: Run | Prepared | None, head: Run | Prepared, budget: Budget
+    base: Run | Prepared | None, head: Run | Prepared, budget: Budget, *, comparisons: int = 1
 ) -> Comparison:
-    """Rows for runs of which at least one side holds only aggregates."""
+    """Rows for runs of which at least one side holds only aggregates (`comparisons`: how many
+    the report holds, sharing the gate's level: `rows.share_level`)."""
     p = budget.percentile
     pairs = [
         _Pair(
@@ -75,7 +83,10 @@ def compare_aggregate(
     changes = [_change(x, p, budget.regression.confidence) for x in pairs]
     # a row named like a per-token metric holds the tool's per-token values: no floor in ms
     floors = [0.0 if x.name in PER_TOKEN else budget.regression.min_ms for x in pairs]
-    verdicts = decide_rows(changes, floors_ms=floors, regression=budget.regression).verdicts
+    alpha = share_level(1.0 - budget.regression.confidence, comparisons)
+    verdicts = decide_rows(
+        changes, floors_ms=floors, regression=budget.regression, level=alpha
+    ).verdicts
     rows = [
         _row(x, change=c, verdict=v, budget=budget, sources=(_source(base), _run(head).source))
         for x, c, v in zip(pairs, changes, verdicts, strict=True)

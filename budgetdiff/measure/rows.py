@@ -47,11 +47,14 @@ def compare(
     *,
     pair: bool | None = None,
     notes: Sequence[str] = (),
+    comparisons: int = 1,
 ) -> Comparison:
     """Base against head at the budget percentile (head alone without a base): pair the
     requests, test every row, split the total into the slices, then word the headline.
     `pair`: what `pairing.match` proved (True: the same requests, paired by id; False: never
-    pair), None: pair where most ids are in both; `notes`: what pairing said."""
+    pair), None: pair where most ids are in both; `notes`: what pairing said; `comparisons`:
+    how many comparisons of other requests (classes, scenarios) the report holds, which share
+    the gate's level (`share_level`)."""
     p, unit = budget.percentile, unit_of(head.run.meta)  # unit: requests, or agent tasks
     pairs = (
         _pairs(base, head, proven=pair is True) if base is not None and pair is not False else None
@@ -59,13 +62,15 @@ def compare(
     split = _split(base, head, _common_slices(base, head), pairs, p)
     series = _series(base, head, split, pairs, budget)
     gated = [budget.gated(s.kind, s.name) for s in series]
-    changes = _changes(series, budget, unit, gated)
+    changes = _changes(series, budget, unit, gated, comparisons)
     decided = decide_rows(
         changes,
         floors_ms=[s.floor_ms for s in series],
         regression=budget.regression,
+        level=share_level(1.0 - budget.regression.confidence, comparisons),
         gated=gated,
         samples=[(s.base, s.head) for s in series],
+        requests=(_succeeded(base), _succeeded(head)) if base is not None else None,
         percentile=p,
         pairs=[s.pairs for s in series],
         several_runs=_labels(base, "total") is not None or _labels(head, "total") is not None,
@@ -245,12 +250,19 @@ def _series(
     return slo + slices
 
 
+def share_level(alpha: float, comparisons: int) -> float:
+    """Each comparison's family-wise level when `comparisons` of disjoint requests (the
+    classes or scenarios of one report) share `alpha`: Sidak's, exact for independent ones, so
+    that a report of three classes flags a false change at most as often as one of one."""
+    return 1.0 - math.pow(1.0 - alpha, 1.0 / max(comparisons, 1))
+
+
 def _changes(
-    series: list[_Series], budget: Budget, unit: Unit, gated: list[bool]
+    series: list[_Series], budget: Budget, unit: Unit, gated: list[bool], comparisons: int = 1
 ) -> list[stats.Change | None]:
     """The change of each row that has values on both sides; None for the others. Each row's
     minimum detectable effect is at its family's size (`gated`: the gate's rows, or the rows
-    that inform only)."""
+    that inform only), times the comparisons that share the level."""
     p, regression = budget.percentile, budget.regression
     sizes = {
         g: sum(1 for s, h in zip(series, gated, strict=True) if s.tested and h == g)
@@ -262,7 +274,7 @@ def _changes(
             s.head,
             p,
             regression.confidence,
-            family_size=sizes[g],
+            family_size=sizes[g] * max(comparisons, 1),
             pairs=s.pairs,
             also=_others(p),
             min_change=regression.min_change,
@@ -292,8 +304,10 @@ def decide_rows(
     *,
     floors_ms: Sequence[float],
     regression: Regression,
+    level: float | None = None,
     gated: Sequence[bool] | None = None,
     samples: Sequence[tuple[FloatArray | None, FloatArray | None]] | None = None,
+    requests: tuple[int, int] | None = None,
     percentile: float | None = None,
     pairs: Sequence[tuple[np.ndarray, np.ndarray] | None] | None = None,
     several_runs: bool = False,
@@ -301,10 +315,13 @@ def decide_rows(
     """The verdict of each row with a change (`stats.decide`), None for a row without one.
     Rows are decided in two families: those the gate acts on (`gated`, `Budget.gated`), and
     those that only inform, tested among themselves (so they never dilute the gate's). With
-    each row's values (`samples`, base and head, and `pairs` as the changes took them) a family
-    is tested by the permutation step-down over whole requests at the `percentile`, where the
-    requests are exchangeable (`stats.family_test`; not with `several_runs` a side); otherwise
-    by Holm's correction. `floors_ms`: each row's smallest change in ms that counts."""
+    each row's values (`samples`, base and head, and `pairs` as the changes took them; a row of
+    one value per request has `requests` values a side) a family is tested by the permutation
+    step-down over whole requests at the `percentile`, where the requests are exchangeable
+    (`stats.family_test`; not with `several_runs` a side); otherwise by Holm's correction.
+    `floors_ms`: each row's smallest change in ms that counts; `level`: each family's (default
+    1 - confidence; less where comparisons share it, `share_level`)."""
+    alpha = 1.0 - regression.confidence if level is None else level
     families = list(gated) if gated is not None else [True] * len(changes)
     verdicts: list[Change | None] = [None] * len(changes)
     adjusted: list[float | None] = [None] * len(changes)
@@ -315,14 +332,14 @@ def decide_rows(
         if not chosen:
             continue
         test = _family_test(
-            chosen, tested, samples, percentile, pairs, several_runs, 1.0 - regression.confidence
+            chosen, tested, samples, requests, percentile, pairs, several_runs, alpha
         )
         tests[family] = test
         decided = stats.decide(
             chosen,
             min_change=regression.min_change,
             min_ms=[floors_ms[i] for i in tested],
-            confidence=regression.confidence,
+            confidence=1.0 - alpha,
             adjusted=test.adjusted,
         )
         family_p = (
@@ -340,13 +357,14 @@ def _family_test(
     chosen: list[stats.Change],
     tested: list[int],
     samples: Sequence[tuple[FloatArray | None, FloatArray | None]] | None,
+    requests: tuple[int, int] | None,
     percentile: float | None,
     pairs: Sequence[tuple[np.ndarray, np.ndarray] | None] | None,
     several_runs: bool,
     level: float,
 ) -> stats.FamilyTest:
     """One family's test (`stats.family_test`), or Holm's correction without values."""
-    if samples is None or percentile is None:
+    if samples is None or percentile is None or requests is None:
         return stats.FamilyTest(stats.HOLM, None)
     values = [samples[i] for i in tested]
     base = [b for b, _ in values if b is not None]
@@ -358,6 +376,7 @@ def _family_test(
         base,
         head,
         percentile,
+        requests=requests,
         pairs=[pairs[i] for i in tested] if pairs is not None else None,
         several_runs=several_runs,
         level=level,
@@ -650,6 +669,14 @@ def _pairing_notes(
             f"by {method}"
         )
     return notes
+
+
+def _succeeded(prep: Prepared) -> int:
+    """How many values a row of one value per request holds (the requests that succeeded)."""
+    total = prep.metrics.get("total")
+    return (
+        len(total) if total is not None else max((len(v) for v in prep.slices.values()), default=0)
+    )
 
 
 def _labels(prep: Prepared | None, name: str) -> np.ndarray | None:

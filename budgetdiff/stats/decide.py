@@ -99,6 +99,7 @@ def family_test(
     head: Sequence[FloatArray],
     p: float,
     *,
+    requests: tuple[int, int],
     pairs: Sequence[Pairs | None] | None = None,
     several_runs: bool = False,
     level: float | None = None,
@@ -106,33 +107,51 @@ def family_test(
     """The test of one family (the changes given, each row's values on each side in arrival
     order, `pairs` as `compare_percentile` took them): the permutation step-down over whole
     requests (`stats.permutation`) where the requests are exchangeable, else Holm's correction.
-    Rows without a test (too few requests) stay out of the family. `level`: the family's
-    (1 - confidence), at which the permutations may stop early (`permutation.step_down`)."""
+    Only rows of one value per request (`requests`: each side's count) are dealt as requests;
+    rows of other values (pooled inter-token gaps, which cluster within their requests) are
+    tested by Holm's correction, the two parts splitting the level by their share of the rows
+    (Bonferroni), and each row's adjusted p-value is scaled so that it is still held to the
+    whole level. Rows without a test (too few requests) stay out of the family. `level`: the
+    family's, at which the permutations may stop early (`permutation.step_down`)."""
     rows = [i for i, c in enumerate(changes) if c.p_value is not None and c.needed is None]
-    if not rows:
-        return FamilyTest(HOLM, None)
-    sizes = [(len(base[i]), len(head[i])) for i in rows]
+    dealt = [i for i in rows if (len(base[i]), len(head[i])) == requests]
+    if not dealt:
+        return FamilyTest(
+            HOLM, None, _why_not(rows, requests, several_runs, False) if rows else None
+        )
     autocorrelated = any(any(changes[i].autocorrelated) for i in rows)
-    if not permutation.applies(sizes, several_runs=several_runs, autocorrelated=autocorrelated):
-        return FamilyTest(HOLM, None, _why_not(sizes, several_runs, autocorrelated))
-    chosen = [pairs[i] for i in rows] if pairs is not None else None
+    if not permutation.applies(
+        [requests], several_runs=several_runs, autocorrelated=autocorrelated
+    ):
+        return FamilyTest(HOLM, None, _why_not(rows, requests, several_runs, autocorrelated))
+    chosen = [pairs[i] for i in dealt] if pairs is not None else None
     adjusted = permutation.step_down(
-        [base[i] for i in rows], [head[i] for i in rows], p, pairs=chosen, level=level
+        [base[i] for i in dealt], [head[i] for i in dealt], p, pairs=chosen, level=level
     ).bounded()
     out: list[float | None] = [None] * len(changes)
-    for i, a in zip(rows, adjusted, strict=True):
-        out[i] = a
+    share = len(rows) / len(dealt)
+    for i, a in zip(dealt, adjusted, strict=True):
+        out[i] = min(1.0, a * share)
+    pooled = [i for i in rows if i not in dealt]
+    if pooled:
+        holm = holm_adjusted([changes[i].p_value for i in pooled])
+        for i, h in zip(pooled, holm, strict=True):
+            out[i] = None if h is None else min(1.0, h * len(rows) / len(pooled))
     return FamilyTest(PERMUTATION, out)
 
 
-def _why_not(sizes: Sequence[tuple[int, int]], several_runs: bool, autocorrelated: bool) -> str:
-    """Why a family's requests are not permuted (`permutation.applies`)."""
+def _why_not(
+    rows: Sequence[int], requests: tuple[int, int], several_runs: bool, autocorrelated: bool
+) -> str:
+    """Why a family's requests are not dealt by permutation (`permutation.applies`)."""
     if several_runs:
         return "several runs a side: their drift is in the intervals, not in a permutation"
     if autocorrelated:
         return "requests correlated in arrival order: a permutation would understate the noise"
-    n = max(b + h for b, h in sizes)
-    return f"a row of {n:,} values, more than the {permutation.MAX_REQUESTS:,} it permutes"
+    n = sum(requests)
+    if n > permutation.MAX_REQUESTS:
+        return f"{n:,} requests, more than the {permutation.MAX_REQUESTS:,} it permutes"
+    return "no row of one value per request (pooled inter-token gaps cluster in their requests)"
 
 
 def holm_adjusted(p_values: Sequence[float | None]) -> list[float | None]:

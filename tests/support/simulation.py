@@ -168,6 +168,7 @@ def report(
         [base[k][i] for k in base],
         [head[k][i] for k in base],
         P,
+        requests=(len(base["total"][i]), len(head["total"][i])),
         several_runs=runs is not None,
         level=1.0 - CONFIDENCE,
     )

@@ -150,20 +150,20 @@ def test_family_test_keeps_holm_where_requests_are_not_exchangeable() -> None:
     changes = [
         compare_percentile(b, h, 95.0, 0.95, family_size=7) for b, h in zip(base, head, strict=True)
     ]
-    permuted = family_test(changes, base, head, 95.0)
+    permuted = family_test(changes, base, head, 95.0, requests=(300, 300))
     assert permuted.method == "permutation" and permuted.why is None
     assert permuted.adjusted is not None and len(permuted.adjusted) == 7
-    runs = family_test(changes, base, head, 95.0, several_runs=True)
+    runs = family_test(changes, base, head, 95.0, requests=(300, 300), several_runs=True)
     assert runs.method == "holm" and runs.adjusted is None and "several runs" in str(runs.why)
     big_b, big_h = _report_rows(rng, 2_400), _report_rows(rng, 2_401)
     large = [compare_percentile(b, h, 95.0, 0.95) for b, h in zip(big_b, big_h, strict=True)]
-    too_many = family_test(large, big_b, big_h, 95.0)
-    assert too_many.method == "holm" and "4,801 values" in str(too_many.why)
+    too_many = family_test(large, big_b, big_h, 95.0, requests=(2_400, 2_401))
+    assert too_many.method == "holm" and "4,801 requests" in str(too_many.why)
     trend = np.linspace(0.0, 3.0, 300)  # slower and slower in arrival order
     drifting = [x * np.exp(trend) for x in base]
     ordered = [compare_percentile(b, h, 95.0, 0.95) for b, h in zip(drifting, head, strict=True)]
     assert any(any(c.autocorrelated) for c in ordered)
-    assert family_test(ordered, drifting, head, 95.0).method == "holm"
+    assert family_test(ordered, drifting, head, 95.0, requests=(300, 300)).method == "holm"
 
 
 def test_rows_too_short_for_an_interval_stay_out_of_the_family() -> None:
@@ -173,9 +173,12 @@ def test_rows_too_short_for_an_interval_stay_out_of_the_family() -> None:
     rows_b, rows_h = [*base, short_b], [*head, short_h]
     changes = [compare_percentile(b, h, 95.0, 0.95) for b, h in zip(rows_b, rows_h, strict=True)]
     assert changes[-1].needed is not None
-    test = family_test(changes, rows_b, rows_h, 95.0)
+    test = family_test(changes, rows_b, rows_h, 95.0, requests=(300, 300))
     assert test.adjusted is not None and test.adjusted[-1] is None
-    assert test.adjusted[:7] == family_test(changes[:7], base, head, 95.0).adjusted
+    assert (
+        test.adjusted[:7]
+        == family_test(changes[:7], base, head, 95.0, requests=(300, 300)).adjusted
+    )
 
 
 def test_stopping_early_only_where_more_draws_would_not_change_a_verdict() -> None:
@@ -210,7 +213,7 @@ def test_family_test_decides_on_the_bounded_p_values() -> None:
     rng = np.random.default_rng(14)
     base, head = _report_rows(rng, 300), _report_rows(rng, 300, decode=1.2)
     changes = [compare_percentile(b, h, 95.0, 0.95) for b, h in zip(base, head, strict=True)]
-    test = family_test(changes, base, head, 95.0, level=0.05)
+    test = family_test(changes, base, head, 95.0, requests=(300, 300), level=0.05)
     assert test.method == "permutation"  # (about 1 report in 100 of iid requests is not)
     estimate = pm.step_down(base, head, 95.0, level=0.05)
     assert test.adjusted == estimate.bounded()
@@ -218,3 +221,22 @@ def test_family_test_decides_on_the_bounded_p_values() -> None:
     assert all(
         a is not None and a >= e for a, e in zip(test.adjusted, estimate.adjusted, strict=True)
     )
+
+
+def test_pooled_gaps_are_not_dealt_as_requests() -> None:
+    """Inter-token gaps cluster within their requests, so dealing them one by one would
+    understate their noise: a pooled row takes Holm's correction at its share of the level
+    (1 row of 8: p x 8), the requests' rows the permutation step-down at theirs (7 of 8)."""
+    rng = np.random.default_rng(31)
+    base, head = _report_rows(rng, 300), _report_rows(rng, 300)
+    gaps_b, gaps_h = rng.lognormal(0, 0.3, 3000), rng.lognormal(0.02, 0.3, 3100)
+    rows_b, rows_h = [*base, gaps_b], [*head, gaps_h]
+    changes = [compare_percentile(b, h, 95.0, 0.95) for b, h in zip(rows_b, rows_h, strict=True)]
+    test = family_test(changes, rows_b, rows_h, 95.0, requests=(300, 300), level=0.05)
+    assert test.method == "permutation" and test.adjusted is not None
+    own = changes[-1].p_value
+    assert own is not None and test.adjusted[-1] == pytest.approx(min(1.0, 8 * own))
+    dealt = pm.step_down(base, head, 95.0, level=0.05).bounded()
+    assert test.adjusted[:7] == pytest.approx([min(1.0, a * 8 / 7) for a in dealt])
+    only_gaps = family_test(changes[-1:], [gaps_b], [gaps_h], 95.0, requests=(300, 300))
+    assert only_gaps.method == "holm" and "pooled inter-token gaps" in str(only_gaps.why)
