@@ -39,7 +39,7 @@ from budgetdiff.stats.quantiles import (
     percentile,
     percentiles,
 )
-from budgetdiff.table import BoolArray, FloatArray, select
+from budgetdiff.table import BoolArray, FloatArray, order_statistics
 
 IntArray = np.ndarray[Any, np.dtype[np.intp]]  # numpy.typing's NDArray: see table.FloatArray
 
@@ -198,7 +198,7 @@ def band(r: SideRanks, part: Any) -> Band:
 def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()) -> _Side:
     r = side_ranks(x.size, p, confidence, also)
     n, k, sd_rank, lr, ur = r.n, r.k, r.sd_rank, r.lr, r.ur
-    part = select(x, r.wanted())
+    part = order_statistics(x, r.wanted())
     bnd = band(r, part)
     value, bounds = bnd.value, r.bounds
     indicator = x <= value
@@ -211,8 +211,8 @@ def _side(x: FloatArray, p: float, confidence: float, also: Sequence[float] = ()
     if auto.factor > 1.0:  # the bounds at the effective n: the ranks spread further
         bounds = _bound_ranks(n, k, sd_rank * inflate, confidence)
     inside = [b for b in bounds if 0 <= b < n]
-    # a copy when the ranks moved: `part` still holds the band's order statistics below
-    ranked = select(part, inside) if auto.factor > 1.0 and inside else part
+    # the bounds' order statistics again when their ranks moved
+    ranked = order_statistics(x, inside) if auto.factor > 1.0 and inside else part
     floor = float(ranked[bounds[0]]) if bounds[0] >= 0 else -math.inf
     ceiling = float(ranked[bounds[1]]) if bounds[1] < n else math.inf
     return _Side(
