@@ -85,6 +85,9 @@ class Change:
     # interval's, and the quantile test's), and whether each side is autocorrelated
     tests: tuple[RowTest, ...] = ()
     autocorrelated: tuple[bool, bool] = (False, False)
+    # head's own interval of its percentile (`interval`), from the same side: None when the
+    # comparison did not compute one (too few requests on a side)
+    head_interval: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +288,10 @@ def interval(x: FloatArray, p: float, confidence: float) -> tuple[float, float] 
     above, and Student-t reference as a comparison's), or None with too few values for one."""
     if x.size < needed_for_interval(p, confidence):
         return None
-    s = _side(x, p, confidence)
+    return _own_interval(_side(x, p, confidence), confidence)
+
+
+def _own_interval(s: _Side, confidence: float) -> tuple[float, float]:
     tc = t_quantile((1.0 + confidence) / 2.0, s.df)
     return (s.value - s.bias - tc * s.down, s.value - s.bias + tc * s.up)
 
@@ -423,7 +429,8 @@ def compare_percentile(
         return _too_few(base, head, p, also=also, needed=need, paired=paired, values=values)
 
     sb = _with_runs(_side(base, p, confidence, also), base, base_runs, p, confidence)
-    sh = _with_runs(_side(head, p, confidence, also), head, head_runs, p, confidence)
+    head_side = _side(head, p, confidence, also)  # `also` moves none of its errors
+    sh = _with_runs(head_side, head, head_runs, p, confidence)
     test = _test(sb, sh, base, head, p, confidence=confidence, pairs=pairs)
     ci = no_lower_than_all(test.ci, sb.value, min(float(base.min()), float(head.min())))
     mde = _mde_pct(sb.value, test.spread, 1.0 - confidence, family_size, min_change, min_ms)
@@ -441,6 +448,7 @@ def compare_percentile(
         others=tuple(zip(sb.others, sh.others, strict=True)),
         tests=test.tests,
         autocorrelated=(sb.inflation > 1.0, sh.inflation > 1.0),
+        head_interval=_own_interval(head_side, confidence),
     )
 
 

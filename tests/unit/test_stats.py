@@ -15,6 +15,7 @@ from budgetdiff.stats import (
     compare_percentile,
     decide,
     holm,
+    interval,
     needed_for_interval,
     normal_cdf,
     normal_quantile,
@@ -301,6 +302,17 @@ def test_other_percentiles_come_from_the_same_selection_exactly() -> None:
         c = compare_percentile(x, y, 95, 0.95, also=[50.0, 90.0, 99.0])
         expect = [(float(np.percentile(x, q)), float(np.percentile(y, q))) for q in (50, 90, 99)]
         assert list(c.others) == expect
+
+
+def test_a_comparison_gives_heads_own_interval_as_interval_does() -> None:
+    rng = np.random.default_rng(12)
+    for n in (73, 1000, 200_000):  # the last past order_statistics' bracketing size
+        x, y = rng.lognormal(3, 0.5, n), rng.lognormal(3.1, 0.5, n)
+        runs = np.repeat([0, 1], [n // 2, n - n // 2])  # runs widen the change, not head's own
+        for p, also in ((95.0, [50.0, 90.0, 99.0]), (50.0, [])):
+            c = compare_percentile(x, y, p, 0.95, also=also, head_runs=runs)
+            assert c.head_interval == interval(y, p, 0.95)
+    assert compare_percentile(x[:10], y, 95.0, 0.95).head_interval is None  # too few a side
 
 
 @pytest.mark.parametrize(
