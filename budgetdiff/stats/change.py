@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -86,8 +86,9 @@ class Change:
     tests: tuple[RowTest, ...] = ()
     autocorrelated: tuple[bool, bool] = (False, False)
     # head's own interval of its percentile (`interval`), from the same side: None when the
-    # comparison did not compute one (too few requests on a side)
-    head_interval: tuple[float, float] | None = None
+    # comparison did not compute one (too few requests on a side). Not part of the change
+    # (a by-product: the engine path computes it beside its Change)
+    head_interval: tuple[float, float] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
