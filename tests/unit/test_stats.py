@@ -331,3 +331,24 @@ def test_two_proportion_p_is_pearsons_chi_square_without_correction(
 def test_two_proportion_p_of_a_share_of_0_or_1_on_both_sides_is_none() -> None:
     assert two_proportion_p(above_base=0, n_base=100, above_head=0, n_head=80) is None
     assert two_proportion_p(above_base=100, n_base=100, above_head=80, n_head=80) is None
+
+
+def test_paired_correlation_is_the_phi_coefficient_of_the_indicators() -> None:
+    """numpy's Pearson correlation of the paired 0/1 indicators I(x <= percentile), scaled by
+    m / sqrt(n_b n_h), clipped to [0, 0.999]: every request paired in order, and a subset."""
+    from budgetdiff.stats.change import _paired_rho, _side
+
+    rng = np.random.default_rng(13)
+    n = 5_000
+    shared = rng.lognormal(3, 0.5, n)
+    x, y = shared * rng.lognormal(0, 0.2, n), shared * rng.lognormal(0.05, 0.2, n)
+    sb, sh = _side(x, 95.0, 0.95), _side(y, 95.0, 0.95)
+    every = np.arange(n)
+    some = np.sort(rng.choice(n, 3_000, replace=False))
+    for ib, ih in ((every, every), (some, some)):
+        phi = np.corrcoef(x[ib] <= sb.value, y[ih] <= sh.value)[0, 1]
+        want = min(max(phi * len(ib) / n, 0.0), 0.999)
+        assert want > 0.2
+        assert _paired_rho(sb, sh, (ib, ih)) == pytest.approx(want, rel=1e-12)
+    flat = _side(np.ones(n), 95.0, 0.95)  # every indicator 1: no variance, no correlation
+    assert _paired_rho(flat, sh, (every, every)) == 0.0
