@@ -312,16 +312,24 @@ def order_statistics(
     selection among those places the ranks. Every bracket is checked (the ranks must fall
     inside it), so a sample that misses costs a selection, never a wrong value. Small arrays,
     and arrays holding a NaN, take `select` (`in_place`: it may reorder `x`)."""
+    return pooled_order_statistics((x,), ranks, in_place=in_place)
+
+
+def pooled_order_statistics(
+    parts: Sequence[FloatArray], ranks: Sequence[int], *, in_place: bool = False
+) -> dict[int, float]:
+    """`order_statistics` of the values of all `parts` together, without concatenating them
+    (a pool of base and head: no copy of both); `in_place` with one part only."""
     ks = sorted({int(k) for k in ranks})
-    n = x.size
+    n = sum(x.size for x in parts)
     if not ks:
         return {}
-    if n < _BRACKET_FROM or _has_nan(x):
-        part = select(x, ks, in_place=in_place)
+    if n < _BRACKET_FROM or any(_has_nan(x) for x in parts):
+        pool = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        part = select(pool, ks, in_place=in_place or len(parts) > 1)
         return {k: float(part[k]) for k in ks}
     step = n // _SAMPLE
-    sample = np.sort(x[::step])
-    m = sample.size
+    sample = np.sort(np.concatenate([x[::step] for x in parts]))
     groups: list[list[int]] = []
     for k in ks:
         if groups and k - groups[-1][-1] <= n * _CLUSTER:
@@ -330,7 +338,7 @@ def order_statistics(
             groups.append([k])
     out: dict[int, float] = {}
     for group in groups:
-        out.update(_bracketed(x, group, sample, m, n))
+        out.update(_bracketed(parts, group, sample, n))
     return out
 
 
@@ -341,27 +349,34 @@ def _has_nan(x: FloatArray) -> bool:
 
 
 def _bracketed(
-    x: FloatArray, ks: list[int], sample: FloatArray, m: int, n: int
+    parts: Sequence[FloatArray], ks: list[int], sample: FloatArray, n: int
 ) -> dict[int, float]:
-    """The ranks `ks` (sorted, close together) of `x` from the values between two of
-    `sample`'s (sorted) around them; by a selection of all of `x` when they miss."""
+    """The ranks `ks` (sorted, close together) of the pooled `parts` from the values between
+    two of `sample`'s (sorted) around them; by a selection of all of them when they miss."""
     lo, hi = ks[0], ks[-1]
+    m = sample.size
     q = lo / n
     margin = _MARGIN_SD * math.sqrt(m * max(q * (1.0 - q), 1.0 / m)) + 2.0
     low_at, high_at = math.floor(lo / n * m - margin), math.ceil(hi / n * m + margin)
+    low = sample[low_at] if low_at > 0 else None
+    high = sample[high_at] if high_at < m - 1 else None
     below = 0
-    if low_at <= 0 and high_at >= m - 1:
-        inside = x.copy()
-    elif low_at <= 0:
-        inside = x[x <= sample[high_at]]
-    else:
-        keep = x >= sample[low_at]
-        below = n - int(np.count_nonzero(keep))
-        if high_at < m - 1:
-            keep &= x <= sample[high_at]
-        inside = x[keep]
+    kept = []
+    for x in parts:
+        if low is not None:
+            keep = x >= low
+            below += x.size - int(np.count_nonzero(keep))
+            if high is not None:
+                keep &= x <= high
+        elif high is not None:
+            keep = x <= high
+        else:  # the ranks span the sample: every value
+            kept.append(x.copy())
+            continue
+        kept.append(x[keep])
+    inside = kept[0] if len(kept) == 1 else np.concatenate(kept)
     if not (below <= lo and hi < below + inside.size):  # the sample missed: select them all
-        part = select(x, ks)
+        part = select(np.concatenate(parts), ks, in_place=True)
         return {k: float(part[k]) for k in ks}
     part = select(inside, [k - below for k in ks], in_place=True)
     return {k: float(part[k - below]) for k in ks}

@@ -36,8 +36,8 @@ from budgetdiff.stats.quantiles import (
     lerp,
     linear_ranks,
     needed_for_interval,
-    percentile,
     percentiles,
+    pooled_percentile,
 )
 from budgetdiff.table import BoolArray, FloatArray, order_statistics
 
@@ -323,20 +323,17 @@ def _exceedance_z(
     (ties split, as mid-ranks do) and 0 below; z of head's mean score against base's, and q.
     Valid with ties: under no change the two samples are exchangeable and q depends only on
     the pool."""
-    pool = np.concatenate([base, head])
-    # the pool is a copy of our own: select in place (pooled ITL: no second 100 MB copy)
-    q = percentile(pool, p, in_place=True)
-
-    def score(x: FloatArray) -> float:
-        return float(np.count_nonzero(x > q) + 0.5 * np.count_nonzero(x == q))
-
+    q = pooled_percentile((base, head), p)  # no pool of both: a copy of every value
+    above_b, above_h = np.count_nonzero(base > q), np.count_nonzero(head > q)
+    at_b, at_h = np.count_nonzero(base == q), np.count_nonzero(head == q)
+    score_b, score_h = float(above_b + 0.5 * at_b), float(above_h + 0.5 * at_h)
     nb, nh = base.size, head.size
-    mean = (score(base) + score(head)) / (nb + nh)
-    second = (np.count_nonzero(pool > q) + 0.25 * np.count_nonzero(pool == q)) / (nb + nh)
+    mean = (score_b + score_h) / (nb + nh)
+    second = (above_b + above_h + 0.25 * (at_b + at_h)) / (nb + nh)
     var = (second - mean * mean) * (1.0 / nb + 1.0 / nh) * inflation
     if var <= 0.0:
         return 0.0, q
-    return (score(head) / nh - score(base) / nb) / math.sqrt(var), q
+    return (score_h / nh - score_b / nb) / math.sqrt(var), q
 
 
 def _above_base_z(b: _Side, h: _Side, head: FloatArray, p: float) -> float:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from budgetdiff.table import FloatArray, order_statistics
+from budgetdiff.table import FloatArray, order_statistics, pooled_order_statistics
 
 
 def percentile(x: FloatArray, p: float, *, in_place: bool = False) -> float:
@@ -26,6 +26,14 @@ def percentiles(x: FloatArray, ps: Sequence[float], *, in_place: bool = False) -
     if math.isnan(part[n - 1]):
         return [math.nan] * len(ranks)
     return [lerp(float(part[lo]), float(part[hi]), t) for lo, hi, t in ranks]
+
+
+def pooled_percentile(parts: Sequence[FloatArray], p: float) -> float:
+    """`percentile` of the values of all `parts` together, without concatenating them."""
+    n = sum(x.size for x in parts)
+    lo, hi, t = linear_ranks(n, p)
+    part = pooled_order_statistics(parts, [lo, hi, n - 1])
+    return math.nan if math.isnan(part[n - 1]) else lerp(part[lo], part[hi], t)
 
 
 def linear_ranks(n: int, p: float) -> tuple[int, int, float]:

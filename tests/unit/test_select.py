@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from budgetdiff.table import order_statistics, select
+from budgetdiff.stats.quantiles import pooled_percentile
+from budgetdiff.table import order_statistics, pooled_order_statistics, select
 
 
 def _cases() -> list[tuple[np.ndarray, list[int]]]:
@@ -85,3 +86,17 @@ def test_order_statistics_are_what_a_sort_puts_at_each_rank() -> None:
         assert sorted(got) == sorted(set(ranks))
         for k, v in got.items():
             np.testing.assert_array_equal(v, truth[k])
+
+
+def test_pooled_order_statistics_are_those_of_the_concatenation() -> None:
+    cases = _large_cases()
+    for (a, ranks_a), (b, _) in zip(cases[:12], cases[12:], strict=True):
+        for parts in ((a, b), (a[:100], b), (a, a)):  # a part may be the other one itself
+            pool = np.sort(np.concatenate(parts))
+            ranks = [*(k for k in ranks_a if k < len(pool)), len(pool) - 1]
+            got = pooled_order_statistics(parts, ranks)
+            for k, v in got.items():
+                np.testing.assert_array_equal(v, pool[k])
+    x, y = cases[0][0], cases[1][0]
+    for p in (50.0, 95.0, 99.9):
+        assert pooled_percentile((x, y), p) == np.percentile(np.concatenate([x, y]), p)
