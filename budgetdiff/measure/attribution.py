@@ -281,11 +281,13 @@ def _candidates(
     r_lo = min(math.floor(idx), n - 1)
     r_hi = min(r_lo + 1, n - 1)
     t = idx - r_lo
+    # the same additions as lo = lo + min(b_i, h_i), into two arrays and one scratch
     lo = np.zeros(n)
     hi = np.zeros(n)
+    scratch = np.empty(n)
     for bi, hi_i in zip(b, h, strict=True):
-        lo = lo + np.minimum(bi, hi_i)
-        hi = hi + np.maximum(bi, hi_i)
+        lo += np.minimum(bi, hi_i, out=scratch)
+        hi += np.maximum(bi, hi_i, out=scratch)
     slack = 1e-9 * float(np.max(np.abs(hi))) if n else 0.0  # sums in other orders round apart
     floor_value = order_statistics(lo, [r_lo])[r_lo] - slack
     ceil_value = order_statistics(hi, [r_hi])[r_hi] + slack
