@@ -183,11 +183,14 @@ def _statistic_rows(latencies: dict[str, FloatArray], n: int) -> int:
         every = True
         for values in latencies.values():
             above = values[: n - t]
-            above = above[np.isfinite(above)]
+            finite = np.isfinite(above)
+            if not finite.all():  # a copy only of a column with a gap
+                above = above[finite]
             if len(above) < 10:
                 return 0
             mean = float(np.mean(above))
-            if np.min(np.abs(above - mean)) <= _tolerance(mean):
+            off = above - mean
+            if np.min(np.abs(off, out=off)) <= _tolerance(mean):
                 return 0  # a request's own value is the mean: no telling a summary row apart
             stats = [mean, float(np.std(above)), float(np.sum(above))]
             stats += [quantile(above, q) for q in (0, 50, 90, 95, 99, 100)]
