@@ -69,8 +69,12 @@ def outcome(
         if np.fmin.reduce(new, initial=np.inf) < 0:  # a value below 0 (NaN aside), no mask
             clipped.append(name)
             np.maximum(new, 0.0, out=new)
-        diff = new - old
-        slices[name] = slices[name] + diff if name in slices else new
+        if name in slices:  # the change in the same array: `new` is not kept
+            diff = np.subtract(new, old, out=new)
+            slices[name] = slices[name] + diff
+        else:
+            diff = new - old
+            slices[name] = new
         total = total + diff
         if ttft is not None and name in prep.ttft_slices:
             ttft = ttft + diff
