@@ -24,7 +24,7 @@ import numpy as np
 
 from budgetdiff import numbers, stats
 from budgetdiff.measure.results import Change
-from budgetdiff.table import UNATTRIBUTED, FloatArray, select
+from budgetdiff.table import UNATTRIBUTED, FloatArray, order_statistics
 
 MAX_SHAPLEY_SLICES = 10  # changed slices; more are sampled (`SAMPLED_ORDERS` slice orders)
 SAMPLED_ORDERS = 256  # 128 random orders and their reverses
@@ -93,7 +93,7 @@ def quantile_contributions(
     q = stats.percentile(tot, p)
     lo_rank = math.floor((n - 1) * max(0.0, p - band) / 100.0)
     hi_rank = min(n - 1, math.ceil((n - 1) * min(100.0, p + band) / 100.0))
-    ordered = select(tot, [lo_rank, hi_rank])
+    ordered = order_statistics(tot, [lo_rank, hi_rank])
     at = (tot >= ordered[lo_rank]) & (tot <= ordered[hi_rank])
     out = {name: float(x[at].mean()) for name, x in arrays.items()}
     mean_total = float(tot[at].mean())
@@ -281,14 +281,16 @@ def _candidates(
     r_lo = min(math.floor(idx), n - 1)
     r_hi = min(r_lo + 1, n - 1)
     t = idx - r_lo
+    # the same additions as lo = lo + min(b_i, h_i), into two arrays and one scratch
     lo = np.zeros(n)
     hi = np.zeros(n)
+    scratch = np.empty(n)
     for bi, hi_i in zip(b, h, strict=True):
-        lo = lo + np.minimum(bi, hi_i)
-        hi = hi + np.maximum(bi, hi_i)
+        lo += np.minimum(bi, hi_i, out=scratch)
+        hi += np.maximum(bi, hi_i, out=scratch)
     slack = 1e-9 * float(np.max(np.abs(hi))) if n else 0.0  # sums in other orders round apart
-    floor_value = np.partition(lo, r_lo)[r_lo] - slack
-    ceil_value = np.partition(hi, r_hi)[r_hi] + slack
+    floor_value = order_statistics(lo, [r_lo])[r_lo] - slack
+    ceil_value = order_statistics(hi, [r_hi])[r_hi] + slack
     below = hi < floor_value
     keep = ~below & ~(lo > ceil_value)
     shift = int(below.sum())
@@ -297,7 +299,7 @@ def _candidates(
 
 def _at_ranks(x: FloatArray, ranks: tuple[int, int, float]) -> float:
     r_lo, r_hi, t = ranks
-    part = select(x, [r_lo, r_hi])
+    part = order_statistics(x, [r_lo, r_hi])
     return float(part[r_lo] + (part[r_hi] - part[r_lo]) * t)
 
 

@@ -430,12 +430,18 @@ def _row(
         tail_change_ms=split.change_ms.get(s.name) if s.kind == "slice" else None,
         part_ms=part,
         base_part_ms=split.base_ms.get(s.name) if s.kind == "slice" else None,
-        head_ci_ms=(
-            stats.interval(s.head, p, budget.regression.confidence)
-            if s.head is not None and s.head.size
-            else None
-        ),
+        head_ci_ms=_head_interval(s, change, p, budget.regression.confidence),
     )
+
+
+def _head_interval(
+    s: _Series, change: stats.Change | None, p: float, confidence: float
+) -> tuple[float, float] | None:
+    """Head's own interval of its percentile: the comparison's, from the same selection, or
+    computed here (head alone, or too few requests on a side for the comparison's)."""
+    if change is not None and change.head_interval is not None:
+        return change.head_interval
+    return stats.interval(s.head, p, confidence) if s.head is not None and s.head.size else None
 
 
 def _too_few_alone(

@@ -63,12 +63,18 @@ def outcome(
     slices = dict(prep.slices)
     for name, ch in (changes or {}).items():
         old = parts[name]
-        new = old * ch.factor + ch.add_ms
-        if bool((new < 0).any()):
+        # the same operations as old * factor + add_ms, clipped at 0, in one array of our own
+        new = old * ch.factor
+        np.add(new, ch.add_ms, out=new)
+        if np.fmin.reduce(new, initial=np.inf) < 0:  # a value below 0 (NaN aside), no mask
             clipped.append(name)
-            new = np.maximum(new, 0.0)
-        diff = new - old
-        slices[name] = slices[name] + diff if name in slices else new
+            np.maximum(new, 0.0, out=new)
+        if name in slices:  # the change in the same array: `new` is not kept
+            diff = np.subtract(new, old, out=new)
+            slices[name] = slices[name] + diff
+        else:
+            diff = new - old
+            slices[name] = new
         total = total + diff
         if ttft is not None and name in prep.ttft_slices:
             ttft = ttft + diff

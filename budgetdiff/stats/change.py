@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -36,10 +36,10 @@ from budgetdiff.stats.quantiles import (
     lerp,
     linear_ranks,
     needed_for_interval,
-    percentile,
     percentiles,
+    pooled_percentile,
 )
-from budgetdiff.table import BoolArray, FloatArray, select
+from budgetdiff.table import BoolArray, FloatArray, order_statistics
 
 IntArray = np.ndarray[Any, np.dtype[np.intp]]  # numpy.typing's NDArray: see table.FloatArray
 
@@ -85,6 +85,10 @@ class Change:
     # autocorrelated in arrival order (then its requests are not permuted: `decide.family_test`)
     tests: tuple[RowTest, ...] = ()
     autocorrelated: tuple[bool, bool] = (False, False)
+    # head's own interval of its percentile (`interval`), from the same side: None when the
+    # comparison did not compute one (too few requests on a side). Not part of the change
+    # (a by-product: the engine path computes it beside its Change)
+    head_interval: tuple[float, float] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +211,7 @@ def _side(
 ) -> _Side:
     r = side_ranks(x.size, p, confidence, also)
     n, k, sd_rank, lr, ur = r.n, r.k, r.sd_rank, r.lr, r.ur
-    part = select(x, r.wanted())
+    part = order_statistics(x, r.wanted())
     bnd = band(r, part)
     value, bounds = bnd.value, r.bounds
     indicator = x <= value
@@ -221,8 +225,8 @@ def _side(
     if auto.factor > 1.0:  # the bounds at the effective n: the ranks spread further
         bounds = _bound_ranks(n, k, sd_rank * inflate, confidence)
     inside = [b for b in bounds if 0 <= b < n]
-    # a copy when the ranks moved: `part` still holds the band's order statistics below
-    ranked = select(part, inside) if auto.factor > 1.0 and inside else part
+    # the bounds' order statistics again when their ranks moved
+    ranked = order_statistics(x, inside) if auto.factor > 1.0 and inside else part
     floor = float(ranked[bounds[0]]) if bounds[0] >= 0 else -math.inf
     ceiling = float(ranked[bounds[1]]) if bounds[1] < n else math.inf
     return _Side(
@@ -311,7 +315,10 @@ def interval(x: FloatArray, p: float, confidence: float) -> tuple[float, float] 
     above, and Student-t reference as a comparison's), or None with too few values for one."""
     if x.size < needed_for_interval(p, confidence):
         return None
-    s = _side(x, p, confidence)
+    return _own_interval(_side(x, p, confidence), confidence)
+
+
+def _own_interval(s: _Side, confidence: float) -> tuple[float, float]:
     tc = t_quantile((1.0 + confidence) / 2.0, s.df)
     return (s.value - s.bias - tc * s.down, s.value - s.bias + tc * s.up)
 
@@ -342,20 +349,17 @@ def _exceedance_z(
     (ties split, as mid-ranks do) and 0 below; z of head's mean score against base's, and q.
     Valid with ties: under no change the two samples are exchangeable and q depends only on
     the pool."""
-    pool = np.concatenate([base, head])
-    # the pool is a copy of our own: select in place (pooled ITL: no second 100 MB copy)
-    q = percentile(pool, p, in_place=True)
-
-    def score(x: FloatArray) -> float:
-        return float(np.count_nonzero(x > q) + 0.5 * np.count_nonzero(x == q))
-
+    q = pooled_percentile((base, head), p)  # no pool of both: a copy of every value
+    above_b, above_h = np.count_nonzero(base > q), np.count_nonzero(head > q)
+    at_b, at_h = np.count_nonzero(base == q), np.count_nonzero(head == q)
+    score_b, score_h = float(above_b + 0.5 * at_b), float(above_h + 0.5 * at_h)
     nb, nh = base.size, head.size
-    mean = (score(base) + score(head)) / (nb + nh)
-    second = (np.count_nonzero(pool > q) + 0.25 * np.count_nonzero(pool == q)) / (nb + nh)
+    mean = (score_b + score_h) / (nb + nh)
+    second = (above_b + above_h + 0.25 * (at_b + at_h)) / (nb + nh)
     var = (second - mean * mean) * (1.0 / nb + 1.0 / nh) * inflation
     if var <= 0.0:
         return 0.0, q
-    return (score(head) / nh - score(base) / nb) / math.sqrt(var), q
+    return (score_h / nh - score_b / nb) / math.sqrt(var), q
 
 
 def _above_base_z(b: _Side, h: _Side, head: FloatArray, p: float) -> float:
@@ -392,14 +396,27 @@ def _paired_rho(b: _Side, h: _Side, pairs: tuple[IntArray, IntArray]) -> float:
     m = len(ib)
     if m < 2:
         return 0.0
-    xb = b.indicator[ib].astype(np.float64)
-    xh = h.indicator[ih].astype(np.float64)
-    sb, sh = float(xb.std()), float(xh.std())
-    if sb == 0.0 or sh == 0.0:
+    xb, xh = _in_pairs(b.indicator, ib), _in_pairs(h.indicator, ih)
+    # the phi coefficient from the 2x2 table's counts, exactly (integers), not from float
+    # deviations of 0/1 values (eight passes and four float copies of the column)
+    nb, nh = int(np.count_nonzero(xb)), int(np.count_nonzero(xh))
+    both = int(np.count_nonzero(xb & xh))
+    spread = nb * (m - nb) * nh * (m - nh)
+    if spread == 0:
         return 0.0
-    phi = float(((xb - xb.mean()) * (xh - xh.mean())).mean()) / (sb * sh)
+    phi = (both * m - nb * nh) / math.sqrt(spread)
     rho = phi * m / math.sqrt(b.indicator.size * h.indicator.size)
     return min(max(rho, 0.0), 0.999)
+
+
+def _in_pairs(indicator: BoolArray, index: IntArray) -> BoolArray:
+    """indicator[index], without the copy when the index is every request in order."""
+    n = indicator.size
+    ends = n == 0 or (index[0] == 0 and index[-1] == n - 1)
+    if index.size == n and ends and bool((np.diff(index) == 1).all()):
+        return indicator
+    picked: BoolArray = indicator[index]
+    return picked
 
 
 def _autocorr_note(b: _Side, h: _Side) -> str | None:
@@ -448,7 +465,7 @@ def compare_percentile(
     if min(base.size, head.size) < need:
         return _too_few(base, head, p, also=also, needed=need, paired=paired, values=values)
 
-    sb, sh = _sides(base, head, p, confidence, also)
+    sb, sh, head_alone = _sides(base, head, p, confidence, also)  # `also` moves no error
     sb = _with_runs(sb, base, base_runs, p, confidence)
     sh = _with_runs(sh, head, head_runs, p, confidence)
     test = _test(sb, sh, base, head, p, confidence=confidence, pairs=pairs)
@@ -468,22 +485,24 @@ def compare_percentile(
         others=tuple(zip(sb.others, sh.others, strict=True)),
         tests=test.tests,
         autocorrelated=(sb.inflation > 1.0, sh.inflation > 1.0),
+        head_interval=_own_interval(head_alone, confidence),
     )
 
 
 def _sides(
     base: FloatArray, head: FloatArray, p: float, confidence: float, also: Sequence[float]
-) -> tuple[_Side, _Side]:
+) -> tuple[_Side, _Side, _Side]:
     """Both sides; when arrival order is found correlated on one side only, the other is
     taken as correlated too (with its own batch-means factor): base and head are runs of one
     benchmark, sent the same way. With 20 consecutive requests sharing a slowdown at 300
-    requests a side, most rows that A/A reports flagged had one side's correlation missed."""
+    requests a side, most rows that A/A reports flagged had one side's correlation missed.
+    Also head as it is alone (its own interval: `interval`)."""
     sb, sh = _side(base, p, confidence, also), _side(head, p, confidence, also)
     if sb.correlated == sh.correlated:
-        return sb, sh
+        return sb, sh, sh
     if sh.correlated:
-        return _side(base, p, confidence, also, correlated=True), sh
-    return sb, _side(head, p, confidence, also, correlated=True)
+        return _side(base, p, confidence, also, correlated=True), sh, sh
+    return sb, _side(head, p, confidence, also, correlated=True), sh
 
 
 def _no_requests(*, needed: int, paired: bool, values: str) -> Change:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from budgetdiff.table import FloatArray, select
+from budgetdiff.table import FloatArray, order_statistics, pooled_order_statistics
 
 
 def percentile(x: FloatArray, p: float, *, in_place: bool = False) -> float:
@@ -18,14 +18,22 @@ def percentile(x: FloatArray, p: float, *, in_place: bool = False) -> float:
 
 def percentiles(x: FloatArray, ps: Sequence[float], *, in_place: bool = False) -> list[float]:
     """Several percentiles in one selection, each exactly as np.percentile computes it (NaN when
-    `x` holds one). `in_place` reorders `x` instead of copying it."""
+    `x` holds one). `in_place`: `x` may be reordered instead of copied."""
     n = x.size
     ranks = [linear_ranks(n, p) for p in ps]
     kth = sorted({n - 1, *(r for lo, hi, _ in ranks for r in (lo, hi))})  # n - 1: a NaN sorts last
-    part = select(x, kth, in_place=in_place)
-    if math.isnan(part[-1]):
+    part = order_statistics(x, kth, in_place=in_place)
+    if math.isnan(part[n - 1]):
         return [math.nan] * len(ranks)
     return [lerp(float(part[lo]), float(part[hi]), t) for lo, hi, t in ranks]
+
+
+def pooled_percentile(parts: Sequence[FloatArray], p: float) -> float:
+    """`percentile` of the values of all `parts` together, without concatenating them."""
+    n = sum(x.size for x in parts)
+    lo, hi, t = linear_ranks(n, p)
+    part = pooled_order_statistics(parts, [lo, hi, n - 1])
+    return math.nan if math.isnan(part[n - 1]) else lerp(part[lo], part[hi], t)
 
 
 def linear_ranks(n: int, p: float) -> tuple[int, int, float]:

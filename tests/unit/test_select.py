@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from budgetdiff.table import select
+from budgetdiff.stats.quantiles import pooled_percentile
+from budgetdiff.table import order_statistics, pooled_order_statistics, select
 
 
 def _cases() -> list[tuple[np.ndarray, list[int]]]:
@@ -47,3 +48,55 @@ def test_select_puts_every_rank_where_a_sort_does(in_place: bool) -> None:
                 assert not (got[:k] > truth[k]).any()
                 assert not (got[k + 1 :] < truth[k]).any()
                 assert not np.isnan(got[:k]).any()
+
+
+def _large_cases() -> list[tuple[np.ndarray, list[int]]]:
+    """Arrays past order_statistics' bracketing size: lognormal, ties, infinities, NaN, and
+    arrays whose strided sample lies about the rest (the brackets miss)."""
+    rng = np.random.default_rng(3636)
+    out = []
+    for trial in range(24):
+        n = int(rng.integers(70_000, 400_000))
+        x = rng.lognormal(5.0, 1.0, size=n)
+        if trial % 3 == 1:
+            x = np.round(x, -1)  # heavy ties
+        if trial % 4 == 2:
+            x[rng.integers(0, n, size=50)] = np.inf
+            x[rng.integers(0, n, size=50)] = -np.inf
+        if trial % 5 == 3:
+            x[rng.integers(0, n, size=int(rng.integers(1, n // 4)))] = np.nan
+        if trial % 6 == 4:  # every sampled place far above the rest
+            x[:: n // (1 << 16)] += 1e6
+        if trial % 7 == 5:
+            x[:] = 7.0
+        ranks = [int(r) for r in rng.integers(0, n, size=int(rng.integers(1, 6)))]
+        k = int(rng.integers(1, n - 3000))
+        ranks += [k - 1, k, k + 1, k + 700, k + 2500]  # a cluster, as a percentile's band
+        ranks += [0, n - 1] if trial % 2 else [(n - 1) // 2, n // 2]
+        out.append((x, ranks))
+    return out
+
+
+def test_order_statistics_are_what_a_sort_puts_at_each_rank() -> None:
+    for x, ranks in [*_cases()[:60], *_large_cases()]:
+        truth = np.sort(x)
+        before = x.copy()
+        got = order_statistics(x, ranks)
+        np.testing.assert_array_equal(x, before)  # `x` itself is not reordered
+        assert sorted(got) == sorted(set(ranks))
+        for k, v in got.items():
+            np.testing.assert_array_equal(v, truth[k])
+
+
+def test_pooled_order_statistics_are_those_of_the_concatenation() -> None:
+    cases = _large_cases()
+    for (a, ranks_a), (b, _) in zip(cases[:12], cases[12:], strict=True):
+        for parts in ((a, b), (a[:100], b), (a, a)):  # a part may be the other one itself
+            pool = np.sort(np.concatenate(parts))
+            ranks = [*(k for k in ranks_a if k < len(pool)), len(pool) - 1]
+            got = pooled_order_statistics(parts, ranks)
+            for k, v in got.items():
+                np.testing.assert_array_equal(v, pool[k])
+    x, y = cases[0][0], cases[1][0]
+    for p in (50.0, 95.0, 99.9):
+        assert pooled_percentile((x, y), p) == np.percentile(np.concatenate([x, y]), p)

@@ -15,6 +15,7 @@ from budgetdiff.stats import (
     compare_percentile,
     decide,
     holm,
+    interval,
     needed_for_interval,
     normal_cdf,
     normal_quantile,
@@ -303,6 +304,17 @@ def test_other_percentiles_come_from_the_same_selection_exactly() -> None:
         assert list(c.others) == expect
 
 
+def test_a_comparison_gives_heads_own_interval_as_interval_does() -> None:
+    rng = np.random.default_rng(12)
+    for n in (73, 1000, 200_000):  # the last past order_statistics' bracketing size
+        x, y = rng.lognormal(3, 0.5, n), rng.lognormal(3.1, 0.5, n)
+        runs = np.repeat([0, 1], [n // 2, n - n // 2])  # runs widen the change, not head's own
+        for p, also in ((95.0, [50.0, 90.0, 99.0]), (50.0, [])):
+            c = compare_percentile(x, y, p, 0.95, also=also, head_runs=runs)
+            assert c.head_interval == interval(y, p, 0.95)
+    assert compare_percentile(x[:10], y, 95.0, 0.95).head_interval is None  # too few a side
+
+
 @pytest.mark.parametrize(
     ("above_base", "n_base", "above_head", "n_head"),
     [(50, 1000, 80, 1000), (5, 96, 12, 96), (30, 200, 10, 300), (7, 50, 7, 50)],
@@ -319,3 +331,24 @@ def test_two_proportion_p_is_pearsons_chi_square_without_correction(
 def test_two_proportion_p_of_a_share_of_0_or_1_on_both_sides_is_none() -> None:
     assert two_proportion_p(above_base=0, n_base=100, above_head=0, n_head=80) is None
     assert two_proportion_p(above_base=100, n_base=100, above_head=80, n_head=80) is None
+
+
+def test_paired_correlation_is_the_phi_coefficient_of_the_indicators() -> None:
+    """numpy's Pearson correlation of the paired 0/1 indicators I(x <= percentile), scaled by
+    m / sqrt(n_b n_h), clipped to [0, 0.999]: every request paired in order, and a subset."""
+    from budgetdiff.stats.change import _paired_rho, _side
+
+    rng = np.random.default_rng(13)
+    n = 5_000
+    shared = rng.lognormal(3, 0.5, n)
+    x, y = shared * rng.lognormal(0, 0.2, n), shared * rng.lognormal(0.05, 0.2, n)
+    sb, sh = _side(x, 95.0, 0.95), _side(y, 95.0, 0.95)
+    every = np.arange(n)
+    some = np.sort(rng.choice(n, 3_000, replace=False))
+    for ib, ih in ((every, every), (some, some)):
+        phi = np.corrcoef(x[ib] <= sb.value, y[ih] <= sh.value)[0, 1]
+        want = min(max(phi * len(ib) / n, 0.0), 0.999)
+        assert want > 0.2
+        assert _paired_rho(sb, sh, (ib, ih)) == pytest.approx(want, rel=1e-12)
+    flat = _side(np.ones(n), 95.0, 0.95)  # every indicator 1: no variance, no correlation
+    assert _paired_rho(flat, sh, (every, every)) == 0.0

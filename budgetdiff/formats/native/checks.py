@@ -29,7 +29,7 @@ from budgetdiff.table import (
     Doubt,
     FloatArray,
     Itl,
-    select,
+    order_statistics,
 )
 from budgetdiff.units import MS_PER
 
@@ -37,11 +37,11 @@ from budgetdiff.units import MS_PER
 def quantile(values: FloatArray, q: float) -> float:
     """Percentile `q` as np.percentile's linear method computes it, without its import of
     numpy.ma (start-up: the reader runs on every compare). The two order statistics by
-    selection (`select`), not a sort (the values are the same, found in O(n))."""
+    selection (`order_statistics`), not a sort (the values are the same, found in O(n))."""
     rank = q / 100 * (len(values) - 1)
     low = int(np.floor(rank))
     high = min(low + 1, len(values) - 1)
-    ordered = select(values, [low, high])  # NaN last, as sorted
+    ordered = order_statistics(values, [low, high])  # NaN last, as sorted
     return float(ordered[low] + (ordered[high] - ordered[low]) * (rank - low))
 
 
@@ -183,11 +183,14 @@ def _statistic_rows(latencies: dict[str, FloatArray], n: int) -> int:
         every = True
         for values in latencies.values():
             above = values[: n - t]
-            above = above[np.isfinite(above)]
+            finite = np.isfinite(above)
+            if not finite.all():  # a copy only of a column with a gap
+                above = above[finite]
             if len(above) < 10:
                 return 0
             mean = float(np.mean(above))
-            if np.min(np.abs(above - mean)) <= _tolerance(mean):
+            off = above - mean
+            if np.min(np.abs(off, out=off)) <= _tolerance(mean):
                 return 0  # a request's own value is the mean: no telling a summary row apart
             stats = [mean, float(np.std(above)), float(np.sum(above))]
             stats += [quantile(above, q) for q in (0, 50, 90, 95, 99, 100)]
