@@ -63,32 +63,11 @@ def compare(
     series = _series(base, head, split, pairs, budget)
     gated = [budget.gated(s.kind, s.name) for s in series]
     changes = _changes(series, budget, unit, gated, comparisons)
-    decided = decide_rows(
-        changes,
-        floors_ms=[s.floor_ms for s in series],
-        regression=budget.regression,
-        level=share_level(1.0 - budget.regression.confidence, comparisons),
-        gated=gated,
-        samples=[(s.base, s.head) for s in series],
-        requests=(_succeeded(base), _succeeded(head)) if base is not None else None,
-        percentile=p,
-        pairs=[s.pairs for s in series],
-        several_runs=_labels(base, "total") is not None or _labels(head, "total") is not None,
-    )
+    decided = _decide(series, changes, gated, base, head, budget, comparisons)
     rows = [
-        _row(
-            s,
-            change=c,
-            verdict=v,
-            split=split,
-            budget=budget,
-            unit=unit,
-            gated=g,
-            family_p=a,
-            family_test=decided.tests.get(g),
-        )
-        for s, c, v, g, a in zip(
-            series, changes, decided.verdicts, gated, decided.adjusted, strict=True
+        _row(s, change=c, verdict=v, split=split, budget=budget, unit=unit, gated=g, decided=d)
+        for s, c, v, g, d in zip(
+            series, changes, decided.verdicts, gated, decided.rows(), strict=True
         )
     ]
     slo_rows = tuple(r for r in rows if r.kind == "slo")
@@ -118,6 +97,31 @@ def compare(
         tpot_from=head.tpot_from,
         attribution=split.method,
         fix_first=fix_first,
+    )
+
+
+def _decide(
+    series: list[_Series],
+    changes: list[stats.Change | None],
+    gated: list[bool],
+    base: Prepared | None,
+    head: Prepared,
+    budget: Budget,
+    comparisons: int,
+) -> Decided:
+    """The rows' verdicts, each family tested by permutation over the requests where it can be
+    (`decide_rows`), at the gate's level or its share of it."""
+    return decide_rows(
+        changes,
+        floors_ms=[s.floor_ms for s in series],
+        regression=budget.regression,
+        level=share_level(1.0 - budget.regression.confidence, comparisons),
+        gated=gated,
+        samples=[(s.base, s.head) for s in series],
+        requests=(_succeeded(base), _succeeded(head)) if base is not None else None,
+        percentile=budget.percentile,
+        pairs=[s.pairs for s in series],
+        several_runs=_labels(base, "total") is not None or _labels(head, "total") is not None,
     )
 
 
@@ -297,6 +301,11 @@ class Decided:
     verdicts: list[Change | None]
     adjusted: list[float | None]
     tests: dict[bool, stats.FamilyTest]
+    families: list[bool]  # each row's: True, the gate's
+
+    def rows(self) -> list[tuple[float | None, stats.FamilyTest | None]]:
+        """Each row's adjusted p-value and its family's test."""
+        return [(a, self.tests.get(f)) for a, f in zip(self.adjusted, self.families, strict=True)]
 
 
 def decide_rows(
@@ -350,7 +359,7 @@ def decide_rows(
         for i, verdict, a in zip(tested, decided, family_p, strict=True):
             verdicts[i] = Change(verdict)
             adjusted[i] = a
-    return Decided(verdicts, adjusted, tests)
+    return Decided(verdicts, adjusted, tests, families)
 
 
 def _family_test(
@@ -392,8 +401,7 @@ def _row(
     budget: Budget,
     unit: Unit,
     gated: bool = True,
-    family_p: float | None = None,
-    family_test: stats.FamilyTest | None = None,
+    decided: tuple[float | None, stats.FamilyTest | None] = (None, None),
 ) -> Row:
     p = budget.percentile
     # check: head alone (a slice of a run where nothing succeeded has no value: not measured)
@@ -419,8 +427,8 @@ def _row(
         paired=change.paired if change else False,
         notes=(change.note,) if change and change.note else (),
         family=(GATE if gated else INFORMATION) if s.tested else None,
-        family_p_value=family_p,
-        family_test=family_test.method if family_test is not None and s.tested else None,
+        family_p_value=decided[0],
+        family_test=decided[1].method if decided[1] is not None and s.tested else None,
         percentiles=_percentiles(s, change, p),
         headroom_pct=standing.headroom_pct,
         status=standing.status,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from budgetdiff import numbers
 from budgetdiff.stats import permutation
 from budgetdiff.stats.change import Change
 from budgetdiff.stats.permutation import Pairs
@@ -150,7 +151,8 @@ def _why_not(
         return "requests correlated in arrival order: a permutation would understate the noise"
     n = sum(requests)
     if n > permutation.MAX_REQUESTS:
-        return f"{n:,} requests, more than the {permutation.MAX_REQUESTS:,} it permutes"
+        most = numbers.count(permutation.MAX_REQUESTS)
+        return f"{numbers.count(n)} requests, more than the {most} it permutes"
     return "no row of one value per request (pooled inter-token gaps cluster in their requests)"
 
 

@@ -43,13 +43,21 @@ def _assert_calibrated(aa: sim.AA) -> None:
     assert aa.through_zero == 0, aa  # issue 29: no flagged row's interval holds 0
 
 
+def _assert_in_band(aa: sim.AA) -> None:
+    """Issue 34, item 4: a true A/A design is calibrated, not only under alpha: the rate per
+    report in [1%, 5%] (the point estimate; the exact interval's upper end as above)."""
+    _assert_calibrated(aa)
+    assert aa.any_flag / aa.reports >= 0.01, aa
+
+
 @pytest.mark.parametrize("scenario", sim.CORRELATED, ids=lambda s: s.name.split(":")[0])
 def test_aa_reports_flag_anything_at_most_alpha_under_autocorrelation(
     scenario: sim.Scenario,
 ) -> None:
-    """Issue 12's scenarios at 1,000 requests a side: any flag, either way, no size floors."""
+    """Issue 12's scenarios at 1,000 requests a side: any flag, either way, no size floors;
+    calibrated, not only under alpha (issue 34: in [1%, 5%])."""
     aa = sim.run_aa(scenario, 1000, REPORTS, seed=1201)
-    _assert_calibrated(aa)
+    _assert_in_band(aa)
     if scenario is INDEPENDENT:  # the note is rare where there is nothing to note
         assert aa.noted / aa.reports <= 0.05
     else:  # and correlation that moves the tail is found
@@ -69,14 +77,16 @@ def test_aa_reports_flag_anything_at_most_alpha_under_autocorrelation(
 def test_aa_reports_flag_anything_at_most_alpha_for_other_shapes(
     scenario: sim.Scenario, n: int
 ) -> None:
-    _assert_calibrated(sim.run_aa(scenario, n, REPORTS, seed=1202))
+    """In [1%, 5%] (issue 34): Pareto at 200 a side flagged 0.6% with Holm, 2.8% now."""
+    _assert_in_band(sim.run_aa(scenario, n, REPORTS, seed=1202))
 
 
 @pytest.mark.parametrize("n", [200, 1000])
 def test_aa_bimodal_reports_flag_anything_at_most_alpha(n: int) -> None:
     """p95 inside the gap of a bimodal slice: the half band that reaches across the gap is
-    steep, and says so (any flag was 5-8% here with one slope over the whole band)."""
-    _assert_calibrated(sim.run_aa(sim.SHAPES[1], n, REPORTS, seed=1202))
+    steep, and says so (any flag was 5-8% here with one slope over the whole band); in [1%, 5%]
+    (issue 34: 1.2% at 200 a side with Holm, 3.3% now)."""
+    _assert_in_band(sim.run_aa(sim.SHAPES[1], n, REPORTS, seed=1202))
 
 
 def test_aa_narrow_slow_mode_default_rules_flag_at_most_8_of_100() -> None:
@@ -351,13 +361,6 @@ def test_quantised_15pct_shift_is_still_found() -> None:
         c = compare_percentile(a, b, P, CONFIDENCE)
         hits += decide([c], min_change=0.05, min_ms=5.0, confidence=CONFIDENCE)[0] == "regression"
     assert hits / 200 >= 0.8
-
-
-def _assert_in_band(aa: sim.AA) -> None:
-    """Issue 34, item 4: a true A/A design is calibrated, not only under alpha: the rate per
-    report in [1%, 5%] (the point estimate; the exact interval's upper end as above)."""
-    _assert_calibrated(aa)
-    assert aa.any_flag / aa.reports >= 0.01, aa
 
 
 @pytest.mark.parametrize("n", [300, 1000])
