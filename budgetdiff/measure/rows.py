@@ -641,8 +641,9 @@ def _family_notes(
     notes = []
     if size[GATE] and size[INFORMATION]:
         info = ", ".join(r.label for r in rows if r.family == INFORMATION)
+        how = TESTED_BY.get(tests[True].method, "") if True in tests else ""
         notes.append(
-            f"the {size[GATE]} rows the gate can fail on are tested as one family; the "
+            f"the {size[GATE]} rows the gate can fail on are tested as one family{how}; the "
             f"information rows among themselves: {info}"
         )
     for gated, test in tests.items():
