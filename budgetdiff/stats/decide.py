@@ -126,11 +126,15 @@ def family_test(
     ):
         return FamilyTest(HOLM, None, _why_not(rows, requests, several_runs, autocorrelated))
     chosen = [pairs[i] for i in dealt] if pairs is not None else None
+    share = len(rows) / len(dealt)  # the dealt rows' part of the level is 1 / share of it
     adjusted = permutation.step_down(
-        [base[i] for i in dealt], [head[i] for i in dealt], p, pairs=chosen, level=level
+        [base[i] for i in dealt],
+        [head[i] for i in dealt],
+        p,
+        pairs=chosen,
+        level=level / share if level is not None else None,
     ).bounded()
     out: list[float | None] = [None] * len(changes)
-    share = len(rows) / len(dealt)
     for i, a in zip(dealt, adjusted, strict=True):
         out[i] = min(1.0, a * share)
     pooled = [i for i in rows if i not in dealt]

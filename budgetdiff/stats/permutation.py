@@ -11,8 +11,9 @@ of a slow mode). The permutation test asks the data themselves:
   deals the pooled requests back to two sides of the same sizes and recomputes every row's
   statistic, |p-th percentile of head - that of base|, exactly as the observed one is computed.
   The rows of one request are dealt together (one index permutation for every row of the side's
-  usual length), so the rows' dependence is the data's own. A row of other values (pooled
-  inter-token gaps) is permuted on its own, independently, the conservative case (Sidak).
+  usual length), so the rows' dependence is the data's own. A row of another length is dealt
+  on its own, independently, the conservative case (Sidak); pooled inter-token gaps are never
+  given (they cluster within their requests: `decide.family_test` tests them apart).
 - Paired sides (the same requests in base and head, every value of both sides in a pair) swap
   base and head within each pair instead: a request is its own control.
 - Each row's permutation p-value is its observed statistic's rank among the permuted ones
@@ -26,8 +27,9 @@ of a slow mode). The permutation test asks the data themselves:
 
 Where requests are not exchangeable (correlated in arrival order, or several runs a side, whose
 drift the intervals carry), `applies` says no and the caller keeps Holm's correction. Cost:
-PERMUTATIONS x (both sides' requests) per row, so it runs up to MAX_REQUESTS requests in all;
-above that the asymptotic p-values are accurate and Holm's loss is the correlation alone.
+per row a sort, then per deal the window of sorted values where the percentile can be, and the
+deal itself (a permutation of both sides' requests), so it runs up to MAX_REQUESTS requests in
+all; above that the asymptotic p-values are accurate and Holm's loss is the correlation alone.
 """
 
 from __future__ import annotations

@@ -236,7 +236,7 @@ def test_pooled_gaps_are_not_dealt_as_requests() -> None:
     assert test.method == "permutation" and test.adjusted is not None
     own = changes[-1].p_value
     assert own is not None and test.adjusted[-1] == pytest.approx(min(1.0, 8 * own))
-    dealt = pm.step_down(base, head, 95.0, level=0.05).bounded()
+    dealt = pm.step_down(base, head, 95.0, level=0.05 * 7 / 8).bounded()  # their share
     assert test.adjusted[:7] == pytest.approx([min(1.0, a * 8 / 7) for a in dealt])
     only_gaps = family_test(changes[-1:], [gaps_b], [gaps_h], 95.0, requests=(300, 300))
     assert only_gaps.method == "holm" and "pooled inter-token gaps" in str(only_gaps.why)
