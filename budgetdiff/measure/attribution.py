@@ -91,12 +91,29 @@ def quantile_contributions(
         raise ValueError("total: no requests")
     arrays = {name: _check(name, x, n) for name, x in slices.items()}
     q = stats.percentile(tot, p)
-    lo_rank = math.floor((n - 1) * max(0.0, p - band) / 100.0)
-    hi_rank = min(n - 1, math.ceil((n - 1) * min(100.0, p + band) / 100.0))
+    lo_rank, hi_rank = band_ranks(n, p, band)
     ordered = select(tot, [lo_rank, hi_rank])
     at = (tot >= ordered[lo_rank]) & (tot <= ordered[hi_rank])
-    out = {name: float(x[at].mean()) for name, x in arrays.items()}
-    mean_total = float(tot[at].mean())
+    return band_contributions({name: x[at] for name, x in arrays.items()}, tot[at], q)
+
+
+def band_ranks(n: int, p: float, band: float = BAND) -> tuple[int, int]:
+    """The 0-based ranks of the total's order statistics that bound the band of requests "at"
+    its p-th percentile (`quantile_contributions`): arithmetic on n alone, so an engine asks
+    for the same two order statistics."""
+    lo_rank = math.floor((n - 1) * max(0.0, p - band) / 100.0)
+    hi_rank = min(n - 1, math.ceil((n - 1) * min(100.0, p + band) / 100.0))
+    return lo_rank, hi_rank
+
+
+def band_contributions(
+    slices: Mapping[str, FloatArray], total: FloatArray, q: float
+) -> dict[str, float]:
+    """`quantile_contributions` from the band's requests alone (in the order given: the means
+    are summed in it), `total` theirs and `q` the percentile of every request's: each slice's
+    mean over the band, scaled so that the parts add up to q (the rest `unattributed`)."""
+    out = {name: float(x.mean()) for name, x in slices.items()}
+    mean_total = float(total.mean())
     residual = mean_total - math.fsum(out.values())
     if abs(residual) > _REL_TOL * max(1.0, abs(mean_total)):
         out[UNATTRIBUTED] = out.get(UNATTRIBUTED, 0.0) + residual
