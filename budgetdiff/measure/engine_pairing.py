@@ -81,9 +81,10 @@ def pair(engine: Engine, s: Sides, unit: Unit, no_pair: bool) -> Pairing:
         return Pairing(Decision(False, notes=(note,)), s.rels, s.n, None)
     if any("request_id" not in c for c in s.columns) or min(s.n) < 2:
         return unpaired  # no ids, or too few requests: `pairing._unusable`
-    for rel, col, n, label in zip(
-        s.rels, (c["request_id"] for c in s.columns), s.n, s.labels, strict=True
-    ):
+    ids = (s.columns[0]["request_id"], s.columns[1]["request_id"])
+    aligned = _aligned(engine, s, ids)  # then head's ids are base's: one side tells
+    each = list(zip(s.rels, ids, s.n, s.labels, strict=True))
+    for rel, col, n, label in each[: 1 if aligned else 2]:
         k = _key(col)
         blank, distinct = engine.one(
             f"SELECT count(*) FILTER (WHERE {k} IS NULL OR {k} = ''), count(DISTINCT {k}) "
@@ -92,8 +93,6 @@ def pair(engine: Engine, s: Sides, unit: Unit, no_pair: bool) -> Pairing:
         )
         if int(blank) or int(distinct) < n:  # a request without an id, or ids repeated
             return unpaired
-    ids = (s.columns[0]["request_id"], s.columns[1]["request_id"])
-    aligned = _aligned(engine, s, ids)
     join = _join(s.rels, ids, aligned)
     evidence = [(name, words) for name, words in EVIDENCE if _both(s, name)]
     agree = " AND ".join(_same(s, name) for name, _ in evidence) or "TRUE"
@@ -146,8 +145,8 @@ def pair(engine: Engine, s: Sides, unit: Unit, no_pair: bool) -> Pairing:
 def _aligned(engine: Engine, s: Sides, ids: tuple[str, str]) -> bool:
     """Both sides hold the same ids in the same order (a benchmark re-run on the same
     requests; `table.common_ids`'s first look): one streaming pass by position, and then the
-    pairs are the rows at the same place, no hash join of every id. The ids are unique (the
-    caller checked), so the pairs by position are exactly those by id."""
+    pairs are the rows at the same place, no hash join of every id. Where the ids are unique
+    (the caller checks), the pairs by position are exactly those by id."""
     if s.n[0] != s.n[1]:
         return False
     kb, kh = _key(ids[0], "b"), _key(ids[1], "h")
