@@ -3,8 +3,11 @@ size, through DuckDB (streaming, spilling, bounded memory), each row's percentil
 p-value and verdict the numbers the in-memory compare gives on the same rows.
 
 Rows: the budget's SLO metrics with a column (ttft: `ttft_ms`, total: `e2e_ms`) and its slices
-(the slice's `column`, or `NAME_ms`, or `NAME`), each a column in milliseconds. What the
-in-memory report has and this path does not compute is listed in `not_computed`, with why.
+(the slice's `column`, or `NAME_ms`, or `NAME`), each a column in milliseconds. The requests
+pair by id as `pairing.match` pairs them, by joins in the engine (`measure.engine_pairing`),
+and the total's percentile and its change are split into the slices as `rows._split` splits
+them (`measure.engine_attribution`). What the in-memory report has and this path does not
+compute is listed in `not_computed`, with why.
 """
 
 from __future__ import annotations
@@ -31,12 +34,6 @@ from budgetdiff.sources.engine import Engine, relation
 from budgetdiff.stats.change import PairCounts
 from budgetdiff.stats.quantiles import needed_for_interval
 
-# what the engine path says in place of a paired run's split of the change
-SHAPLEY = (
-    "the Shapley split of the total's change into the slices (paired runs) is not computed: "
-    "each slice's part of each side's percentile is (part_ms, base_part_ms), tail_change_ms is "
-    "null"
-)
 SLO_COLUMNS = {"ttft": ("ttft_ms", "ttft"), "total": ("e2e_ms", "total_ms", "e2e", "total")}
 NOT_COMPUTED = {
     "joint step-down": "it resamples whole requests in memory; each family is decided by "
@@ -187,8 +184,8 @@ def compare(
     not_computed = dict(NOT_COMPUTED)
     if split.why_not is not None:
         not_computed["attribution"] = split.why_not
-    elif pairs is not None:
-        not_computed["paired split of the change"] = SHAPLEY
+    if split.unsplit is not None:
+        not_computed["split of the change"] = split.unsplit
     return {
         "engine": "duckdb",
         "verdict": "fail" if failing else "pass",
@@ -219,7 +216,8 @@ class Split:
     shares: dict[str, float]
     change_ms: dict[str, float]
     method: str | None
-    why_not: str | None = None
+    why_not: str | None = None  # why there is no split at all
+    unsplit: str | None = None  # why the change is not split (the parts are)
 
 
 def _split(
@@ -266,10 +264,15 @@ def _split(
         return _no_split(None)
     head_ms = head.parts
     base_ms = base.parts if base is not None else {}
-    if paired.keys is not None:
-        return Split(head_ms, base_ms, attribution.tail_shares(head_ms), {}, None)
+    shares = attribution.tail_shares(head_ms)
+    if paired.keys is not None and base is not None:  # `rows._split`: the paired game
+        join = pairing.join(paired)
+        got = parts.shapley(engine, join, paired.n[0], base, head, p, "--base and --head")
+        if got.shapley is None:
+            return Split(head_ms, base_ms, shares, {}, None, unsplit=got.why_not)
+        return Split(head_ms, base_ms, shares, got.shapley.parts, got.shapley.method)
     change = attribution.quantile_change(base_ms, head_ms)
-    return Split(head_ms, base_ms, attribution.tail_shares(head_ms), change, UNPAIRED_SPLIT)
+    return Split(head_ms, base_ms, shares, change, UNPAIRED_SPLIT)
 
 
 def _no_split(why: str | None) -> Split:

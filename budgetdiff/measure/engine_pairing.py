@@ -142,6 +142,12 @@ def pair(engine: Engine, s: Sides, unit: Unit, no_pair: bool) -> Pairing:
     return _cut(engine, s, d, join, keep[d.on], ids, aligned)
 
 
+def join(p: Pairing) -> str:
+    """The paired requests: base (`b`) joined with head (`h`), as `p` pairs them."""
+    assert p.keys is not None
+    return _join(p.rels, p.keys, p.aligned)
+
+
 def _aligned(engine: Engine, s: Sides, ids: tuple[str, str]) -> bool:
     """Both sides hold the same ids in the same order (a benchmark re-run on the same
     requests; `table.common_ids`'s first look): one streaming pass by position, and then the

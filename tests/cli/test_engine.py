@@ -35,7 +35,8 @@ FIELDS = (
     "base_ms", "head_ms", "delta_ms", "delta_pct", "ci_ms", "head_ci_ms", "change",
     "p_value", "mde_pct", "needed", "notes", "family", "percentiles", "paired",
 )  # fmt: skip
-PARTS = ("tail_share_pct", "part_ms", "base_part_ms")  # a slice's split of the total's p95
+# a slice's split of the total's p95 (each side's) and of its change (paired: Shapley's)
+PARTS = ("tail_share_pct", "part_ms", "base_part_ms", "tail_change_ms")
 
 
 def _table(seed: int, slow: float, n: int = N) -> pa.Table:
@@ -98,8 +99,7 @@ def test_the_report_equals_the_in_memory_compare(
     for name, row in rows.items():
         assert {f: row[f] for f in FIELDS} == {f: memory[name][f] for f in FIELDS}, name
     for name in ("queue", "prefill", "decode", "app"):
-        fields = (*PARTS, "tail_change_ms")
-        assert {f: rows[name][f] for f in fields} == {f: memory[name][f] for f in fields}, name
+        assert {f: rows[name][f] for f in PARTS} == {f: memory[name][f] for f in PARTS}, name
     assert engine["attribution"] == whole["attribution"] and not engine["paired"]
     assert engine["notes"] == [n for n in whole["notes"] if n in engine["notes"]]
     assert "not paired by request id (--no-pair)" in engine["notes"]
@@ -133,8 +133,9 @@ def _same_report(
         assert {f: row[f] for f in FIELDS} == {f: memory[name][f] for f in FIELDS}, name
         if row["kind"] == "slice":
             assert {f: row[f] for f in PARTS} == {f: memory[name][f] for f in PARTS}, name
-            assert row["part_ms"] is not None
+            assert row["part_ms"] is not None and row["tail_change_ms"] is not None
     assert engine["paired"] == whole["paired"]
+    assert engine["attribution"] == whole["attribution"]
     assert engine["requests"] == whole["requests"]
     # the pairing's notes, in the in-memory report's words and order
     assert engine["notes"] == [n for n in whole["notes"] if n in engine["notes"]]
@@ -154,10 +155,7 @@ def test_requests_with_the_same_ids_pair_as_in_memory(
     assert any(n.startswith("paired by request id alone") for n in engine["notes"])
     unpaired = _rows(_run(capsys, *argv, "--budget", str(files["budget"]), "--no-pair"))
     assert _rows(engine)["queue"]["ci_ms"] != unpaired["queue"]["ci_ms"]  # pairing mattered
-    # the paired split of the change (Shapley) is said not computed, not guessed
-    assert all(r["tail_change_ms"] is None for r in engine["slices"])
-    assert "paired split of the change" in {x["what"] for x in engine["not_computed"]}
-    assert whole["attribution"] == "Shapley (exact)" and engine["attribution"] is None
+    assert whole["attribution"] == engine["attribution"] == "Shapley (exact)"
 
 
 def test_the_join_counts_and_the_band_are_numpys(files: dict[str, Path]) -> None:
@@ -394,3 +392,19 @@ def test_a_latency_falls_by_no_more_than_all_of_it_on_the_engine_path_too(
     want = stats.compare_percentile(values["base"], values["head"], 95.0, 0.95, **args)
     assert want.ci is not None and want.ci[0] == -np.percentile(values["base"], 95)
     assert got == want
+
+
+def test_a_paired_split_past_the_candidates_cap_is_said_not_computed(
+    files: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More paired requests that can be at the percentile than the path holds: the slices'
+    parts of each side's p95 are still there, the split of the change is null and said so."""
+    from budgetdiff.measure import engine_attribution
+
+    monkeypatch.setattr(engine_attribution, "MAX_CANDIDATES", 10)
+    argv = ["--base", str(files["base"]), "--head", str(files["head"])]
+    engine = _run(capsys, *argv, "--budget", str(files["budget"]), "--engine", "duckdb")
+    assert engine["paired"] and engine["attribution"] is None
+    assert all(r["tail_change_ms"] is None and r["part_ms"] for r in engine["slices"])
+    why = {x["what"]: x["why"] for x in engine["not_computed"]}["split of the change"]
+    assert "more than the 10 this path holds" in why
