@@ -23,10 +23,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from budgetdiff.errors import InputError
 from budgetdiff.measure import attribution
 from budgetdiff.measure.engine import Column
 from budgetdiff.measure.prepare import UNATTRIBUTED_MIN_MS, UNATTRIBUTED_MIN_SHARE
-from budgetdiff.sources.engine import Engine, ident
+from budgetdiff.sources.engine import Engine, check_ranks, ident
 from budgetdiff.stats.quantiles import lerp, linear_ranks
 from budgetdiff.table import UNATTRIBUTED
 
@@ -156,10 +157,24 @@ def shapley(
     idx = (m - 1) * p / 100.0
     r_lo = min(math.floor(idx), m - 1)
     r_hi = min(r_lo + 1, m - 1)
-    (largest,) = engine.one(f"SELECT max(abs(hi)) FROM {rel}", label)
-    slack = 1e-9 * float(largest)  # sums in other orders round apart
-    floor_value = Column(engine, rel, "lo", m, label).at([r_lo])[r_lo] - slack
-    ceil_value = Column(engine, rel, "hi", m, label).at([r_hi])[r_hi] + slack
+    # the two order statistics (each its own query: DuckDB's exact quantile holds its column),
+    # then one pass checks both ranks and takes the largest sum
+    v_lo = engine.order_statistics(rel, "lo", m, [r_lo], label, verify=False)[r_lo]
+    v_hi = engine.order_statistics(rel, "hi", m, [r_hi], label, verify=False)[r_hi]
+    checked = engine.one(
+        f"SELECT max(abs(hi)), count(*) FILTER (WHERE lo < {_num(v_lo)}), "
+        f"count(*) FILTER (WHERE lo <= {_num(v_lo)}), count(*) FILTER (WHERE hi < {_num(v_hi)}), "
+        f"count(*) FILTER (WHERE hi <= {_num(v_hi)}) FROM {rel}",
+        label,
+    )
+    ranked = [int(x) for x in checked[1:]]
+    try:
+        check_ranks({r_lo: v_lo}, {v_lo: (ranked[0], ranked[1])})
+        check_ranks({r_hi: v_hi}, {v_hi: (ranked[2], ranked[3])})
+    except InputError as e:
+        raise InputError(f"{label}: the paired split of the change: {e}") from None
+    slack = 1e-9 * float(checked[0])  # sums in other orders round apart
+    floor_value, ceil_value = v_lo - slack, v_hi + slack
     below = f"hi < {_num(floor_value)}"
     keep = f"NOT ({below}) AND NOT (lo > {_num(ceil_value)})"
     shift, kept = (
