@@ -394,17 +394,24 @@ def test_a_latency_falls_by_no_more_than_all_of_it_on_the_engine_path_too(
     assert got == want
 
 
+@pytest.mark.parametrize(("cap", "counted"), [(10, False), (30_000, True)])
 def test_a_paired_split_past_the_candidates_cap_is_said_not_computed(
-    files: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    files: dict[str, Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    cap: int,
+    counted: bool,
 ) -> None:
-    """More paired requests that can be at the percentile than the path holds: the slices'
-    parts of each side's p95 are still there, the split of the change is null and said so."""
+    """More paired requests that can be at the percentile than the path holds (far more: seen
+    from a sample; a few more: counted): the slices' parts of each side's p95 are still there,
+    the split of the change is null and said so."""
     from budgetdiff.measure import engine_attribution
 
-    monkeypatch.setattr(engine_attribution, "MAX_CANDIDATES", 10)
+    monkeypatch.setattr(engine_attribution, "MAX_CANDIDATES", cap)
     argv = ["--base", str(files["base"]), "--head", str(files["head"])]
     engine = _run(capsys, *argv, "--budget", str(files["budget"]), "--engine", "duckdb")
     assert engine["paired"] and engine["attribution"] is None
     assert all(r["tail_change_ms"] is None and r["part_ms"] for r in engine["slices"])
     why = {x["what"]: x["why"] for x in engine["not_computed"]}["split of the change"]
-    assert "more than the 10 this path holds" in why
+    assert f"more than the {cap} this path holds" in why
+    assert why.startswith("about") != counted, why
