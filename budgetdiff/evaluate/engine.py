@@ -123,7 +123,7 @@ def compare(
         _honoured(names, label)
     rows = rows_of(budget, have[1], labels[1])
     sizes = [engine.rows(rel, label) for rel, label in zip(rels, ("--base", "--head"), strict=True)]
-    sides = pairing.Sides(
+    sides = pairing.Tables(
         rels,
         (sizes[0], sizes[1]),
         ("--base", "--head"),

@@ -18,24 +18,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from budgetdiff.formats.native.names import rule_for
-from budgetdiff.measure.pairing import AGREE, Decision, Overlap, decide
+from budgetdiff.measure.pairing import AGREE, EVIDENCE, Decision, Overlap, decide
 from budgetdiff.measure.results import Unit
 from budgetdiff.sources.engine import Engine, ident
 from budgetdiff.stats.change import PairCounts
 
-# What a request asked, as the tables may say it: (the native reader's target, words for a
-# note), in `pairing._EVIDENCE`'s order
-EVIDENCE = (
-    ("input_tokens", "prompt token counts"),
-    ("output_tokens", "output token counts"),
-    ("prompt_hash", "prompt hashes"),
-)
 PROMPTS = ("input_tokens", "prompt_hash")  # what `pairing._same_prompts` reads
 KEY = "budgetdiff_key"  # a side's id as text, in the cut tables
 
 
 @dataclass(frozen=True, slots=True)
-class Sides:
+class Tables:
     """Both sides' relations and row counts, and their columns by the native reader's target
     (the id, token counts, prompt hash: the first column each names)."""
 
@@ -73,7 +66,7 @@ def _key(column: str, alias: str = "") -> str:
     return f"CAST({alias + '.' if alias else ''}{ident(column)} AS VARCHAR)"
 
 
-def pair(engine: Engine, s: Sides, unit: Unit, no_pair: bool) -> Pairing:
+def pair(engine: Engine, s: Tables, unit: Unit, no_pair: bool) -> Pairing:
     """`pairing.match` (never `--pair`) through the engine."""
     unpaired = Pairing(Decision(False), s.rels, s.n, None)
     if no_pair:
@@ -148,7 +141,7 @@ def join(p: Pairing) -> str:
     return _join(p.rels, p.keys, p.aligned)
 
 
-def _aligned(engine: Engine, s: Sides, ids: tuple[str, str]) -> bool:
+def _aligned(engine: Engine, s: Tables, ids: tuple[str, str]) -> bool:
     """Both sides hold the same ids in the same order (a benchmark re-run on the same
     requests; `table.common_ids`'s first look): one streaming pass by position, and then the
     pairs are the rows at the same place, no hash join of every id. Where the ids are unique
@@ -172,7 +165,7 @@ def _join(rels: tuple[str, str], ids: tuple[str, str], aligned: bool) -> str:
 
 def _cut(
     engine: Engine,
-    s: Sides,
+    s: Tables,
     d: Decision,
     join: str,
     keep: str,
@@ -199,11 +192,11 @@ def _cut(
     return Pairing(d, (rels[0], rels[1]), (d.kept, d.kept), keys, aligned)
 
 
-def _both(s: Sides, name: str) -> bool:
+def _both(s: Tables, name: str) -> bool:
     return all(name in c for c in s.columns)
 
 
-def _known(s: Sides, name: str) -> str:
+def _known(s: Tables, name: str) -> str:
     """Both sides say it for this request (a hash not blank, a count a finite number)."""
     b, h = (f"{w}.{ident(c[name])}" for w, c in zip("bh", s.columns, strict=True))
     if name == "prompt_hash":
@@ -212,7 +205,7 @@ def _known(s: Sides, name: str) -> str:
     return f"coalesce(isfinite({b}::DOUBLE) AND isfinite({h}::DOUBLE), false)"
 
 
-def _same(s: Sides, name: str) -> str:
+def _same(s: Tables, name: str) -> str:
     """The request agrees on it, or a side does not say it."""
     b, h = (f"{w}.{ident(c[name])}" for w, c in zip("bh", s.columns, strict=True))
     if name == "prompt_hash":

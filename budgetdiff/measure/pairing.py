@@ -28,7 +28,7 @@ AGREE = 0.95
 # Without a proof of what was asked, ids pair only when most of the smaller side is in both.
 OVERLAP = 0.9
 # What a request asked, as the tables may say it: (Run field, words for a note)
-_EVIDENCE = (
+EVIDENCE = (
     ("input_tokens", "prompt token counts"),
     ("output_tokens", "output token counts"),
     ("prompt_hash", "prompt hashes"),
@@ -255,7 +255,7 @@ def _agreement(
     agree = np.ones(len(ib), dtype=bool)
     said: list[str] = []
     differ: list[str] = []
-    for name, words in _EVIDENCE:
+    for name, words in EVIDENCE:
         if not _both(base, head, name):
             continue
         x, y = getattr(base, name)[ib], getattr(head, name)[ih]

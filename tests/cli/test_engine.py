@@ -168,7 +168,7 @@ def test_the_join_counts_and_the_band_are_numpys(files: dict[str, Path]) -> None
     tables = [pq.read_table(files[s]) for s in ("base", "head")]
     e = Engine()
     rels = relation([str(files["base"])], "b"), relation([str(files["head"])], "h")
-    sides = engine_pairing.Sides(
+    sides = engine_pairing.Tables(
         rels, (N, N), ("b", "h"), tuple(engine_pairing.targets(t.column_names) for t in tables)
     )
     paired = engine_pairing.pair(e, sides, Unit.REQUEST, no_pair=False)
