@@ -214,20 +214,28 @@ def test_runs_without_shared_ids_are_compared_unpaired_as_in_memory(
 
 
 @pytest.mark.parametrize(
-    ("shared", "differ", "says"),
+    ("shared", "differ", "hashes", "says", "paired"),
     [
-        (0.95, 0.0, "compared on the 95,000 both ran, the others are left out"),
-        (0.96, 0.02, "disagree on their output token counts and are left out"),
-        (0.8, 0.0, "only 80,000 request ids are in both runs"),
+        (0.95, 0.0, False, "compared on the 95,000 both ran, the others are left out", True),
+        (0.96, 0.02, False, "disagree on their output token counts and are left out", True),
+        (0.8, 0.0, False, "only 80,000 request ids are in both runs", False),
+        (0.97, 0.5, False, "output token counts agree on only", False),
+        (0.97, 0.5, True, "ask the same prompts (their prompt token counts or hashes", True),
     ],
 )
 def test_runs_that_share_part_of_their_ids_pair_as_in_memory(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], shared: float, differ: float, says: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    shared: float,
+    differ: float,
+    hashes: bool,
+    says: str,
+    paired: bool,
 ) -> None:
-    """Head re-ran part of base (the rest new ids): paired on the requests both ran, each
-    side cut to them in its own order, when most are in both (and agree on their output token
-    counts, where both tables have them); else unpaired, said so. The same verdict, notes and
-    numbers as in memory."""
+    """Head re-ran part of base (the rest new ids, in another order): paired on the requests
+    both ran, each side cut to them in its own order, when most are in both and agree on their
+    output token counts (where both tables have them), or on their prompts (hashes) where the
+    answers differ; else unpaired, said so. The same verdict, notes and numbers as in memory."""
     rng = np.random.default_rng(13)
     base, head = _table(14, 1.0), _table(15, 1.05)
     ids = np.array(base["request_id"].to_pylist(), dtype=object)
@@ -236,16 +244,20 @@ def test_runs_that_share_part_of_their_ids_pair_as_in_memory(
     fresh[rng.choice(N, round((1.0 - shared) * N), replace=False)] = True
     head_ids[fresh] = [f"new{i}" for i in range(int(fresh.sum()))]
     head = _with_ids(head, head_ids.tolist())
+    order = {r: i for i, r in enumerate(ids.tolist())}
     if differ:
         tokens = rng.integers(16, 1024, N)
         base = base.append_column("output_tokens", pa.array(tokens))
-        order = {r: i for i, r in enumerate(ids.tolist())}
         mine = np.array([tokens[order[r]] if r in order else 100 for r in head_ids.tolist()])
         mine[rng.random(N) < differ] += 1
         head = head.append_column("output_tokens", pa.array(mine))
+    if hashes:
+        base = base.append_column("prompt_hash", pa.array([f"sha-{i}" for i in range(N)]))
+        theirs = [f"sha-{order[r]}" if r in order else "new" for r in head_ids.tolist()]
+        head = head.append_column("prompt_hash", pa.array(theirs))
     _, engine = _same_report(capsys, _sides(tmp_path, base, head))
     assert any(says in n for n in engine["notes"]), engine["notes"]
-    assert engine["paired"] == (shared > 0.9)
+    assert engine["paired"] == paired
     if engine["paired"]:
         assert engine["pairs"] < N and any("CREATE" in q for q in engine["queries"])
         assert any(" JOIN " in q and " ON " in q for q in engine["queries"])  # on the id
