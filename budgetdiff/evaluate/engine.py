@@ -145,19 +145,7 @@ def compare(
         ooc.sides(b, h, p, reg.confidence, also) if min(b.n, h.n) >= need else None
         for b, h in columns
     ]
-    counts: list[PairCounts | None] = [None] * len(rows)
-    if paired.keys is not None:
-        counts = [PairCounts(paired.n[0], 0, 0, 0)] * len(rows)  # (too few: the flag alone)
-        index = [i for i, m in enumerate(measured) if m is not None]
-        got = pairing.pair_counts(
-            engine,
-            paired,
-            [rows[i].column for i in index],
-            [(m.base.side.value, m.head.side.value) for m in measured if m is not None],
-            ("--base", "--head"),
-        )
-        for i, c in zip(index, got, strict=True):
-            counts[i] = c
+    counts = _pair_counts(engine, paired, rows, measured)
     changes = [
         ooc.compare(
             b,
@@ -203,6 +191,31 @@ def compare(
         "memory_limit": engine.memory_limit,
         "queries": engine.queries,
     }
+
+
+def _pair_counts(
+    engine: Engine,
+    paired: pairing.Pairing,
+    rows: Sequence[EngineRow],
+    measured: Sequence[ooc.Sides | None],
+) -> list[PairCounts | None]:
+    """Each row's counts over the pairs (what its paired correlation reads), one join for all
+    the rows; None for every row when unpaired (a row too short for an interval is still
+    paired: it has no test to take the correlation into)."""
+    if paired.keys is None:
+        return [None] * len(rows)
+    counts: list[PairCounts | None] = [PairCounts(paired.n[0], 0, 0, 0)] * len(rows)
+    index = [i for i, m in enumerate(measured) if m is not None]
+    got = pairing.pair_counts(
+        engine,
+        paired,
+        [rows[i].column for i in index],
+        [(m.base.side.value, m.head.side.value) for m in measured if m is not None],
+        ("--base", "--head"),
+    )
+    for i, c in zip(index, got, strict=True):
+        counts[i] = c
+    return counts
 
 
 @dataclass(frozen=True, slots=True)

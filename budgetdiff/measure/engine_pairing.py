@@ -226,6 +226,8 @@ def pair_counts(
     base's value at or below base's percentile, head's at or below head's, and both. One join
     for every row."""
     assert p.keys is not None
+    if not columns:
+        return []
     filters = []
     for c, (vb, vh) in zip(columns, values, strict=True):
         b, h = f"b.{ident(c)}::DOUBLE <= {_num(vb)}", f"h.{ident(c)}::DOUBLE <= {_num(vh)}"

@@ -396,6 +396,16 @@ def test_too_few_rows_give_the_percentiles_without_an_interval(tmp_path: Path) -
     assert got.head == np.percentile(sides["head"], 95)
 
 
+def test_too_few_paired_requests_give_the_percentiles_as_in_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """15 requests a side with the same ids: paired, too few for an interval (no pair counts
+    to take), the split of the change still Shapley's; all as in memory."""
+    argv = _sides(tmp_path, _table(1, 1.0, 15), _table(2, 1.0, 15))
+    _, engine = _same_report(capsys, argv)
+    assert engine["paired"] and all(r["needed"] for r in engine["slo"])
+
+
 def test_a_latency_falls_by_no_more_than_all_of_it_on_the_engine_path_too(
     tmp_path: Path,
 ) -> None:
