@@ -11,7 +11,8 @@ interpreter, back to back:
   one query per column (all 14 at once would hold every column in DuckDB's memory), with the
   engine path's memory limit.
 Each child's peak memory is its own max RSS; a watchdog kills a run past `--max-gb` (default 8:
-the machine is shared) or `--timeout`. The load average is beside every figure.
+the machine is shared) or `--timeout`. The load average is beside every figure, and beside the
+engine's, what its report computed (the pairs by id, how the change was split, `not_computed`).
 
 Run: `nice -n 10 .venv/bin/python bench/bench_engine.py [--sizes 1e8] [--delete]`; `--delete`
 removes the tables afterwards (1e8 rows a side are 7.6 GB); `--table` prints the last run again.
@@ -63,6 +64,8 @@ def measure(n: int, args: argparse.Namespace) -> list[dict[str, Any]]:
         out = WORK / f"report-{n}.json" if what == "engine" else None
         row = {"rows": n, "what": what}
         row.update(scale.run(commands[what], args.max_gb, args.timeout, out))
+        if out is not None and out.exists() and out.stat().st_size:
+            row.update(_computed(out))
         row["load_after"] = round(__import__("os").getloadavg()[0], 2)
         print(json.dumps(row), flush=True)
         rows.append(row)
@@ -70,6 +73,20 @@ def measure(n: int, args: argparse.Namespace) -> list[dict[str, Any]]:
         base.unlink()
         head.unlink()
     return rows
+
+
+def _computed(report: Path) -> dict[str, Any]:
+    """What the engine's report computed: how many pairs, how the change was split, and what
+    it lists as not computed."""
+    try:
+        got = json.loads(report.read_text())
+    except ValueError:
+        return {}
+    return {
+        "pairs": got.get("pairs"),
+        "attribution": got.get("attribution"),
+        "not_computed": [x["what"] for x in got.get("not_computed", [])],
+    }
 
 
 def table(rows: list[dict[str, Any]]) -> str:

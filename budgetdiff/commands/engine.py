@@ -34,7 +34,7 @@ def run(o: RunOptions, edge: Edge) -> int:
         raise UsageError("--engine duckdb: --output json or table (no markdown report yet)")
     budget = held_budget(o, edge.environ).budget
     fail_on = budget.fail_on if o.fail_on is None else o.fail_on
-    report = engine.compare(o.base, o.head, budget, fail_on)
+    report = engine.compare(o.base, o.head, budget, fail_on, no_pair=o.pair is False)
     text = json.dumps(report, indent=2) + "\n"
     if o.json:
         write_atomic(Path(o.json), text)
@@ -50,7 +50,7 @@ def table(report: dict[str, Any]) -> str:
     lines = [
         f"budgetdiff compare --engine duckdb: {report['verdict']} "
         f"({numbers.percentile(p)}; {numbers.count(n['base'])} base, "
-        f"{numbers.count(n['head'])} head requests, unpaired)",
+        f"{numbers.count(n['head'])} head requests, {_paired(report)})",
         "",
         f"{'row':<16} {'base ms':>12} {'head ms':>12} {'change':>10} {'interval ms':>24}  verdict",
     ]
@@ -62,9 +62,17 @@ def table(report: dict[str, Any]) -> str:
             f"{r['delta_pct']!s:>9}% {shown:>24}  {r['change']}"
         )
         lines += [f"  note: {note}" for note in r["notes"]]
-    lines += ["", *(f"fails: {f}" for f in report["failing"])]
+    lines += ["", *(f"note: {note}" for note in report["notes"])]
+    lines += [*(f"fails: {f}" for f in report["failing"])]
     lines += ["not computed on the engine path:"]
     lines += [f"  {x['what']}: {x['why']}" for x in report["not_computed"]]
     lines += ["queries sent (DuckDB, memory_limit " + report["memory_limit"] + "):"]
     lines += [f"  {q}" for q in report["queries"]]
     return "\n".join(lines) + "\n"
+
+
+def _paired(report: dict[str, Any]) -> str:
+    pairs = report["pairs"]
+    return (
+        f"paired by request id, {numbers.count(pairs)} pairs" if pairs is not None else "unpaired"
+    )

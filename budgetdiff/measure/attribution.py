@@ -91,12 +91,29 @@ def quantile_contributions(
         raise ValueError("total: no requests")
     arrays = {name: _check(name, x, n) for name, x in slices.items()}
     q = stats.percentile(tot, p)
-    lo_rank = math.floor((n - 1) * max(0.0, p - band) / 100.0)
-    hi_rank = min(n - 1, math.ceil((n - 1) * min(100.0, p + band) / 100.0))
+    lo_rank, hi_rank = band_ranks(n, p, band)
     ordered = order_statistics(tot, [lo_rank, hi_rank])
     at = (tot >= ordered[lo_rank]) & (tot <= ordered[hi_rank])
-    out = {name: float(x[at].mean()) for name, x in arrays.items()}
-    mean_total = float(tot[at].mean())
+    return band_contributions({name: x[at] for name, x in arrays.items()}, tot[at], q)
+
+
+def band_ranks(n: int, p: float, band: float = BAND) -> tuple[int, int]:
+    """The 0-based ranks of the total's order statistics that bound the band of requests "at"
+    its p-th percentile (`quantile_contributions`): arithmetic on n alone, so an engine asks
+    for the same two order statistics."""
+    lo_rank = math.floor((n - 1) * max(0.0, p - band) / 100.0)
+    hi_rank = min(n - 1, math.ceil((n - 1) * min(100.0, p + band) / 100.0))
+    return lo_rank, hi_rank
+
+
+def band_contributions(
+    slices: Mapping[str, FloatArray], total: FloatArray, q: float
+) -> dict[str, float]:
+    """`quantile_contributions` from the band's requests alone (in the order given: the means
+    are summed in it), `total` theirs and `q` the percentile of every request's: each slice's
+    mean over the band, scaled so that the parts add up to q (the rest `unattributed`)."""
+    out = {name: float(x.mean()) for name, x in slices.items()}
+    mean_total = float(total.mean())
     residual = mean_total - math.fsum(out.values())
     if abs(residual) > _REL_TOL * max(1.0, abs(mean_total)):
         out[UNATTRIBUTED] = out.get(UNATTRIBUTED, 0.0) + residual
@@ -212,21 +229,42 @@ def shapley(
     gb = [b[i] for i in changed]
     gh = [h[i] for i in changed]
     gb[0], gh[0] = const + gb[0], const + gh[0]
-    k = len(changed)
-    if k <= exact_up_to:
-        phi = _exact_shapley(gb, gh, p)
+    cb, chh, ranks = _candidates(gb, gh, p)
+    return shapley_at(names, changed, cb, chh, ranks, orders, seed, exact_up_to)
+
+
+def shapley_at(
+    names: list[str],
+    changed: list[int],
+    b: list[FloatArray],
+    h: list[FloatArray],
+    ranks: tuple[int, int, float],
+    orders: int = SAMPLED_ORDERS,
+    seed: int = 0,
+    exact_up_to: int = MAX_SHAPLEY_SLICES,
+) -> Shapley:
+    """`shapley` from its game: the changed slices (`changed`, indices into `names`; the
+    unchanged folded into the first), each one's values on the requests that can be at the
+    percentile in some coalition (`b`, `h`, in any order: a coalition's percentile is a
+    selection, its sums per request), and the percentile's ranks among them (`_candidates`,
+    or an engine that found the same requests)."""
+    out = dict.fromkeys(names, 0.0)
+    if len(changed) <= exact_up_to:
+        phi = _exact_shapley(b, h, ranks)
         sampled = None
     else:
-        phi = _sampled_shapley(gb, gh, p, orders, seed)
+        phi = _sampled_shapley(b, h, ranks, orders, seed)
         sampled = 2 * (orders // 2)
     for i, value in zip(changed, phi, strict=True):
         out[names[i]] = value
     return Shapley(out, sampled)
 
 
-def _exact_shapley(b: list[FloatArray], h: list[FloatArray], p: float) -> list[float]:
+def _exact_shapley(
+    b: list[FloatArray], h: list[FloatArray], ranks: tuple[int, int, float]
+) -> list[float]:
     k = len(b)
-    v = _coalition_percentiles(b, h, p)
+    v = _coalition_percentiles(b, h, ranks)
     masks = np.arange(1 << k)
     size = np.array([bin(m).count("1") for m in range(1 << k)])
     fact = [math.factorial(j) for j in range(k + 1)]
@@ -241,11 +279,15 @@ def _exact_shapley(b: list[FloatArray], h: list[FloatArray], p: float) -> list[f
 
 
 def _sampled_shapley(
-    b: list[FloatArray], h: list[FloatArray], p: float, orders: int, seed: int
+    b: list[FloatArray],
+    h: list[FloatArray],
+    ranks: tuple[int, int, float],
+    orders: int,
+    seed: int,
 ) -> list[float]:
-    """Each slice's marginal change of the percentile, averaged over sampled slice orders."""
+    """Each slice's marginal change of the percentile, averaged over sampled slice orders
+    (on the candidate requests, `_candidates`)."""
     k = len(b)
-    b, h, ranks = _candidates(b, h, p)
     start = np.zeros(len(b[0]))
     end = np.zeros(len(b[0]))
     for bi, hi in zip(b, h, strict=True):
@@ -303,7 +345,9 @@ def _at_ranks(x: FloatArray, ranks: tuple[int, int, float]) -> float:
     return float(part[r_lo] + (part[r_hi] - part[r_lo]) * t)
 
 
-def _coalition_percentiles(b: list[FloatArray], h: list[FloatArray], p: float) -> FloatArray:
+def _coalition_percentiles(
+    b: list[FloatArray], h: list[FloatArray], ranks: tuple[int, int, float]
+) -> FloatArray:
     """v[mask] for every mask (bit i set = slice i at head): the p-th percentile (linear
     interpolation between order statistics, as np.percentile) of each coalition's sums.
 
@@ -317,7 +361,7 @@ def _coalition_percentiles(b: list[FloatArray], h: list[FloatArray], p: float) -
     enumerated one at a time; the last k - a are expanded into a block whose rows are coalitions.
     """
     k = len(b)
-    b, h, (r_lo, r_hi, t) = _candidates(b, h, p)
+    r_lo, r_hi, t = ranks  # among the candidate requests (`_candidates`)
     m = len(b[0])
 
     rows = max(1, _CHUNK_BYTES // (8 * m))

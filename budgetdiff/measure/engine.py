@@ -6,9 +6,10 @@ compares them exactly on 1e5 rows).
 The formulas are `stats.change`'s, called where they take no values (`_bound_ranks`,
 `_spread`, `_clip`, `_edge_note`, `_mde_pct`, the autocorrelation's `_merged_factors`); the
 steps that read the values themselves are asked of the engine at the same ranks instead. What
-this path does not compute is said, never guessed: quantised values (the exceedance test pools
-both sides), several runs a side (the between-run variance), pairing, the joint step-down
-(Holm's correction decides instead).
+this path does not compute is said, never guessed: several runs a side (the between-run
+variance), the permutation step-down (Holm's correction decides instead). Paired sides take the
+correlation of their estimates from four counts over the pairs (`stats.change.paired_rho`),
+which `engine_pairing` counts in a join.
 """
 
 from __future__ import annotations
@@ -173,6 +174,25 @@ def head_interval(h: EngineSide, confidence: float) -> tuple[float, float]:
     return (s.value - s.bias - tc * s.down, s.value - s.bias + tc * s.up)
 
 
+@dataclass(frozen=True, slots=True)
+class Sides:
+    """Both sides of a row, measured (`sides`): what the test then reads."""
+
+    base: EngineSide
+    head: EngineSide
+
+
+def sides(base: Column, head: Column, p: float, confidence: float, also: Sequence[float]) -> Sides:
+    """Each side's percentile, band, autocorrelation and ties (`stats.change._side`): the
+    side's order statistics and one scan of its column each."""
+    rb, rh = ranks(base, p, confidence, also), ranks(head, p, confidence, also)
+    # the values both scans keep: both sides' bands, and what lies between them (where the
+    # pooled percentile, and base's percentile among head's values, are)
+    low = min(rb.part[rb.at.lr], rh.part[rh.at.lr])
+    high = max(rb.part[rb.at.ur], rh.part[rh.at.ur])
+    return Sides(side(base, rb, (low, high), confidence), side(head, rh, (low, high), confidence))
+
+
 def compare(
     base: Column,
     head: Column,
@@ -183,28 +203,29 @@ def compare(
     also: Sequence[float],
     min_change: float,
     min_ms: float,
+    measured: Sides | None = None,
+    pairs: ch.PairCounts | None = None,
 ) -> tuple[Change, tuple[float, float] | None]:
-    """`stats.compare_percentile` (unpaired, one run a side) and head's own interval
-    (`stats.interval`), from the engine."""
+    """`stats.compare_percentile` (one run a side) and head's own interval (`stats.interval`),
+    from the engine; `measured`: the sides when `sides` measured them already; `pairs`: the
+    paired requests' counts (`stats.change.paired_rho`) when the sides are paired."""
     need = needed_for_interval(p, confidence)
     if min(base.n, head.n) < need:
-        return _too_few(base, head, p, also, need), None
-    rb, rh = ranks(base, p, confidence, also), ranks(head, p, confidence, also)
-    # the values both scans keep: both sides' bands, and what lies between them (where the
-    # pooled percentile, and base's percentile among head's values, are)
-    low = min(rb.part[rb.at.lr], rh.part[rh.at.lr])
-    high = max(rb.part[rb.at.ur], rh.part[rh.at.ur])
-    sb, sh = side(base, rb, (low, high), confidence), side(head, rh, (low, high), confidence)
+        return _too_few(base, head, p, also, need, paired=pairs is not None), None
+    m = measured if measured is not None else sides(base, head, p, confidence, also)
+    sb, sh = m.base, m.head
+    rho = ch.paired_rho(pairs, base.n, head.n) if pairs is not None else 0.0
     others = tuple(zip(sb.side.others, sh.side.others, strict=True))
     if sb.side.tied or sh.side.tied:
-        test = _tied_test(sb, sh, base, head, p, confidence)
+        test = _tied_test(sb, sh, base, head, p, confidence, rho)
     else:
-        test = _test(sb, sh, head, p, confidence)
+        test = _test(sb, sh, head, p, confidence, rho)
     delta, ci, p_value, spread, note, tests = test
     ci = ch.no_lower_than_all(ci, sb.side.value, min(sb.scan.lowest, sh.scan.lowest))
     mde = ch._mde_pct(sb.side.value, spread, 1.0 - confidence, family_size, min_change, min_ms)
     c = _change(sb, sh, delta=delta, ci=ci, p_value=p_value, mde=mde, note=note)
-    return replace(c, others=others, tests=tests), head_interval(sh, confidence)
+    c = replace(c, others=others, tests=tests, paired=pairs is not None)
+    return c, head_interval(sh, confidence)
 
 
 def _change(
@@ -237,14 +258,16 @@ def _change(
 _Tested = tuple[float, tuple[float, float], float, ch._Spread, str | None, tuple[RowTest, ...]]
 
 
-def _test(sb: EngineSide, sh: EngineSide, head: Column, p: float, confidence: float) -> _Tested:
+def _test(
+    sb: EngineSide, sh: EngineSide, head: Column, p: float, confidence: float, rho: float
+) -> _Tested:
     """`stats.change._test`, unpaired and untied: the interval from each side's standard
     errors below and above, the p-value against the end facing 0, the quantile test (head's
     values above base's percentile, counted by the engine) when a side is autocorrelated."""
     b, h = sb.side, sh.side
     delta = h.value - b.value
-    lower = ch._spread(b.up, h.down, b, h, 0.0)
-    upper = ch._spread(b.down, h.up, b, h, 0.0)
+    lower = ch._spread(b.up, h.down, b, h, rho)
+    upper = ch._spread(b.down, h.up, b, h, rho)
     center = delta - (h.bias - b.bias)
     toward_zero = lower if center >= 0.0 else upper
     note = ch._join(_autocorr_note(sb, sh), ch._edge_note(b, h, p))
@@ -270,13 +293,19 @@ def _test(sb: EngineSide, sh: EngineSide, head: Column, p: float, confidence: fl
 
 
 def _tied_test(
-    sb: EngineSide, sh: EngineSide, base: Column, head: Column, p: float, confidence: float
+    sb: EngineSide,
+    sh: EngineSide,
+    base: Column,
+    head: Column,
+    p: float,
+    confidence: float,
+    rho: float,
 ) -> _Tested:
     """`stats.change._tied_test`: quantised values, the tail tested by exceedance over the
     pooled percentile (asked of the engine over both sides' rows), the interval from that test."""
     b, h = sb.side, sh.side
     delta = h.value - b.value
-    band = ch._spread(b.se, h.se, b, h, 0.0)
+    band = ch._spread(b.se, h.se, b, h, rho)
     tc = t_quantile((1.0 + confidence) / 2.0, band.df)
     z, q = _exceedance_z(sb, sh, base, head, p)
     agree = z * delta > 0.0
@@ -368,7 +397,9 @@ def _autocorr_note(sb: EngineSide, sh: EngineSide) -> str | None:
     return "autocorrelated in arrival order: " + ", ".join(parts) if parts else None
 
 
-def _too_few(base: Column, head: Column, p: float, also: Sequence[float], need: int) -> Change:
+def _too_few(
+    base: Column, head: Column, p: float, also: Sequence[float], need: int, paired: bool
+) -> Change:
     """Fewer rows than an interval needs: the percentiles only (as `stats.change._too_few`)."""
     sides = []
     for col in (base, head):
@@ -387,7 +418,7 @@ def _too_few(base: Column, head: Column, p: float, also: Sequence[float], need: 
         p_value=None,
         mde_pct=None,
         needed=need,
-        paired=False,
+        paired=paired,
         note=(
             f"too few requests for an interval at {numbers.percentile(p)}: {base.n} base, "
             f"{head.n} head, {need} needed per side"

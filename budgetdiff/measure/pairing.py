@@ -11,6 +11,7 @@ Pure: runs in, runs out.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -27,7 +28,7 @@ AGREE = 0.95
 # Without a proof of what was asked, ids pair only when most of the smaller side is in both.
 OVERLAP = 0.9
 # What a request asked, as the tables may say it: (Run field, words for a note)
-_EVIDENCE = (
+EVIDENCE = (
     ("input_tokens", "prompt token counts"),
     ("output_tokens", "output token counts"),
     ("prompt_hash", "prompt hashes"),
@@ -69,75 +70,123 @@ def match(base: Run, head: Run, pair: bool | None = None) -> Match:
     if pair:
         agreed = f"; their {_what(said)} agree on {numbers.pct(100 * float(agree.mean()))}"
         note = f"paired by {unit.value} id (--pair){agreed if said else ''}"
-        return _paired(base, head, ib, ih, [note], unit, len(ib))
-    if not said:
-        if len(ib) < OVERLAP * min(base.n, head.n):
-            return Match(base, head, False, (_few_in_both(len(ib), base, head, unit),))
+        return _cut(base, head, ib, ih, _paired(base.n, head.n, len(ib), len(ib), [note], unit))
+    prompts: list[np.ndarray | None] = []  # the mask of `same_prompts`, once asked
+    pb, ph = ib, ih  # (typed: the closure's)
+
+    def same_prompts() -> int | None:
+        prompts.append(_same_prompts(base, head, pb, ph))
+        return None if prompts[-1] is None else int(prompts[-1].sum())
+
+    overlap = Overlap(
+        base.n, head.n, len(ib), tuple(said), tuple(differ), int(agree.sum()), same_prompts
+    )
+    d = decide(overlap, unit)
+    if not d.paired:
+        return Match(base, head, False, d.notes)
+    keep = {"common": None, "agree": agree, "prompts": prompts[-1] if prompts else None}[d.on]
+    if keep is not None:
+        ib, ih = ib[keep], ih[keep]
+    return _cut(base, head, ib, ih, d)
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """What the verdict reads of the ids both runs hold, as counts (the in-memory `match`
+    counts them from the arrays, the engine path in a join): each side's requests, the ids in
+    both (`common`, ids usable on both sides), what the requests were compared on (`said`),
+    what some differ on (`differ`), how many agree on all of it (`agree`), and, asked only
+    when most disagree, how many agree on their prompts (None: nothing proves it)."""
+
+    n_base: int
+    n_head: int
+    common: int
+    said: tuple[str, ...]
+    differ: tuple[str, ...]
+    agree: int
+    same_prompts: Callable[[], int | None]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Whether the runs pair, on which of the ids in both (`common`: all of them, `agree`:
+    those that agree on what they asked, `prompts`: those that agree on their prompts), how
+    many pairs, whether the runs are cut to them, and what the report says."""
+
+    paired: bool
+    on: str = "common"
+    kept: int = 0
+    cut: bool = False
+    notes: tuple[str, ...] = ()
+
+
+def decide(o: Overlap, unit: Unit) -> Decision:
+    """The verdict of `match` (without `--pair`) from the counts: paired where the requests in
+    both agree on what they asked (or, with nothing to say it, where most are in both)."""
+    if not o.common:
+        return Decision(False)
+    smaller = min(o.n_base, o.n_head)
+    if not o.said:
+        if o.common < OVERLAP * smaller:
+            return Decision(False, notes=(_few_in_both(o.common, o, unit),))
         note = (
             f"paired by {unit.value} id alone: neither table has token counts or a prompt hash "
             f"to show the {unit.plural} asked the same; --no-pair if they did not"
         )
-        return _paired(base, head, ib, ih, [note], unit, len(ib))
-    if float(agree.mean()) < AGREE:
-        return _disagree(base, head, ib, ih, agree, said, unit)
-    kept = int(agree.sum())
-    if kept < OVERLAP * min(base.n, head.n):
-        return Match(base, head, False, (_few_in_both(kept, base, head, unit),))
-    notes = [f"the {unit.plural} paired by id agree on their {_what(said)}"]
-    if kept < len(ib):  # one note: how many agree, and on what the others differ
+        return _paired(o.n_base, o.n_head, o.common, o.common, [note], unit)
+    share = o.agree / o.common
+    if share < AGREE:
+        return _disagree(o, share, unit)
+    kept = o.agree
+    if kept < OVERLAP * smaller:
+        return Decision(False, notes=(_few_in_both(kept, o, unit),))
+    notes = [f"the {unit.plural} paired by id agree on their {_what(list(o.said))}"]
+    if kept < o.common:  # one note: how many agree, and on what the others differ
         notes = [
-            f"{numbers.count(kept)} of the {numbers.count(len(ib))} {unit.plural} in both "
-            f"agree on their {_what(said)}: compared on the {numbers.count(kept)} that agree, "
-            f"paired; {numbers.count(len(ib) - kept)} disagree on their {_what(differ)} "
-            "and are left out"
+            f"{numbers.count(kept)} of the {numbers.count(o.common)} {unit.plural} in both "
+            f"agree on their {_what(list(o.said))}: compared on the {numbers.count(kept)} that "
+            f"agree, paired; {numbers.count(o.common - kept)} disagree on their "
+            f"{_what(list(o.differ))} and are left out"
         ]
-    return _paired(base, head, ib[agree], ih[agree], notes, unit, len(ib))
+    return replace(_paired(o.n_base, o.n_head, kept, o.common, notes, unit), on="agree")
 
 
-def _disagree(
-    base: Run,
-    head: Run,
-    ib: np.ndarray,
-    ih: np.ndarray,
-    agree: np.ndarray,
-    said: list[str],
-    unit: Unit,
-) -> Match:
+def _disagree(o: Overlap, share: float, unit: Unit) -> Decision:
     """Ids in both whose requests mostly disagree on what they asked: paired on the prompts
     where those agree (a re-run answered them anew), else compared unpaired, said so."""
-    same = _same_prompts(base, head, ib, ih)
+    same = o.same_prompts()
     if same is not None:
-        return _answers_differ(base, head, ib, ih, same, unit)
-    share = float(agree.mean())
+        return _answers_differ(o, same, unit)
     note = (
-        f"{numbers.count(len(ib))} {unit.value} ids are in both runs, but their "
-        f"{_what(said)} agree on only {numbers.pct(100 * share)} of them: not the "
+        f"{numbers.count(o.common)} {unit.value} ids are in both runs, but their "
+        f"{_what(list(o.said))} agree on only {numbers.pct(100 * share)} of them: not the "
         f"same {unit.plural}, compared unpaired, on every {unit.value} of each (base "
-        f"{numbers.count(base.n)}, head {numbers.count(head.n)}); --pair to pair them "
+        f"{numbers.count(o.n_base)}, head {numbers.count(o.n_head)}); --pair to pair them "
         "anyway"
     )
-    return Match(base, head, False, (note,))
+    return Decision(False, notes=(note,))
 
 
 def _paired(
-    base: Run,
-    head: Run,
-    ib: np.ndarray,
-    ih: np.ndarray,
-    notes: list[str],
-    unit: Unit,
-    common: int,
-) -> Match:
-    """Both runs cut to the paired requests (each in its own order), and said so when some ids
-    are in one run only (those left out for disagreeing are said by `match`)."""
-    if len(ib) == base.n == head.n:
-        return Match(base, head, True, tuple(notes))
-    if common < max(base.n, head.n):
+    n_base: int, n_head: int, kept: int, common: int, notes: list[str], unit: Unit
+) -> Decision:
+    """Paired on `kept` of the `common` ids: the runs cut to those requests (each in its own
+    order) unless they are every request of both, said so when some ids are in one run only
+    (those left out for disagreeing are said by `decide`)."""
+    if kept == n_base == n_head:
+        return Decision(True, kept=kept, notes=tuple(notes))
+    if common < max(n_base, n_head):
         notes.append(
-            f"head ran {numbers.count(head.n)} {unit.plural} and base {numbers.count(base.n)}: "
+            f"head ran {numbers.count(n_head)} {unit.plural} and base {numbers.count(n_base)}: "
             f"compared on the {numbers.count(common)} both ran, the others are left out"
         )
-    return Match(_rows(base, np.sort(ib)), _rows(head, np.sort(ih)), True, tuple(notes))
+    return Decision(True, kept=kept, cut=True, notes=tuple(notes))
+
+
+def _cut(base: Run, head: Run, ib: np.ndarray, ih: np.ndarray, d: Decision) -> Match:
+    if not d.cut:
+        return Match(base, head, True, d.notes)
+    return Match(_rows(base, np.sort(ib)), _rows(head, np.sort(ih)), True, d.notes)
 
 
 def _same_prompts(base: Run, head: Run, ib: np.ndarray, ih: np.ndarray) -> np.ndarray | None:
@@ -160,26 +209,23 @@ def _same_prompts(base: Run, head: Run, ib: np.ndarray, ih: np.ndarray) -> np.nd
     return agree if proven and float(agree.mean()) >= AGREE else None
 
 
-def _answers_differ(
-    base: Run, head: Run, ib: np.ndarray, ih: np.ndarray, same: np.ndarray, unit: Unit
-) -> Match:
+def _answers_differ(o: Overlap, kept: int, unit: Unit) -> Decision:
     """The same prompts answered anew: paired on the prompts both ran (the answers' lengths
     are part of what changed), said so."""
-    kept = int(same.sum())
-    if kept < OVERLAP * min(base.n, head.n):
-        return Match(base, head, False, (_few_in_both(kept, base, head, unit),))
+    if kept < OVERLAP * min(o.n_base, o.n_head):
+        return Decision(False, notes=(_few_in_both(kept, o, unit),))
     note = (
         f"{numbers.count(kept)} {unit.plural} in both runs ask the same prompts (their prompt "
         "token counts or hashes agree) but got answers of other lengths: paired on the "
         "prompts, the answers as each run got them (--no-pair to compare every request of each)"
     )
-    return _paired(base, head, ib[same], ih[same], [note], unit, len(ib))
+    return replace(_paired(o.n_base, o.n_head, kept, o.common, [note], unit), on="prompts")
 
 
-def _few_in_both(k: int, base: Run, head: Run, unit: Unit) -> str:
+def _few_in_both(k: int, o: Overlap, unit: Unit) -> str:
     return (
         f"only {numbers.count(k)} {unit.value} ids are in both runs (base "
-        f"{numbers.count(base.n)}, head {numbers.count(head.n)}): compared unpaired, on every "
+        f"{numbers.count(o.n_base)}, head {numbers.count(o.n_head)}): compared unpaired, on every "
         f"{unit.value} of each"
     )
 
@@ -209,7 +255,7 @@ def _agreement(
     agree = np.ones(len(ib), dtype=bool)
     said: list[str] = []
     differ: list[str] = []
-    for name, words in _EVIDENCE:
+    for name, words in EVIDENCE:
         if not _both(base, head, name):
             continue
         x, y = getattr(base, name)[ib], getattr(head, name)[ih]

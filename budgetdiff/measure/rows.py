@@ -38,6 +38,7 @@ GATE = "gate"
 INFORMATION = "information"
 PAIRABLE = ("ttft", "total")  # per-request metrics that stay aligned by request id
 PER_TOKEN = ("itl", "tpot")  # `min_ms` is a per-request floor: it does not apply per token
+UNPAIRED_SPLIT = "each side's Euler allocation at the quantile (unpaired)"  # said in a note
 
 
 def compare(
@@ -78,7 +79,7 @@ def compare(
         *_unbudgeted_notes(head, split, p),
         *_family_notes(rows, changes, series, budget.regression, decided.tests),
         *notes,
-        *_pairing_notes(pairs, split.method, p, unit),
+        *pairing_notes(len(pairs[0]) if pairs is not None else None, split.method, p, unit),
         *(_runs_notes(base, head, budget) if base is not None and head.run.agent is None else []),
     ]
     return Comparison(
@@ -198,7 +199,7 @@ def _split(
         change_ms, method = shapley.parts, shapley.method
     else:  # unpaired, or not every request in both: each side's parts, head minus base
         change_ms = attribution.quantile_change(base_ms, head_ms)
-        method = "each side's Euler allocation at the quantile (unpaired)"
+        method = UNPAIRED_SPLIT
     return replace(split, base_ms=base_ms, change_ms=change_ms, method=method)
 
 
@@ -670,13 +671,12 @@ TESTED_BY = {
 }
 
 
-def _pairing_notes(
-    pairs: tuple[np.ndarray, np.ndarray] | None, method: str | None, p: float, unit: Unit
-) -> list[str]:
-    """How the requests (or tasks) were paired, and how the change of the total was split."""
+def pairing_notes(pairs: int | None, method: str | None, p: float, unit: Unit) -> list[str]:
+    """How the requests (or tasks) were paired (`pairs`: how many, None: unpaired), and how
+    the change of the total was split (the engine path says the same)."""
     notes = []
     if pairs is not None:
-        n = numbers.count(len(pairs[0]))
+        n = numbers.count(pairs)
         notes.append(f"paired by {unit.value} id: {n} {unit.plural} succeeded in both")
     if method is not None:
         notes.append(

@@ -110,6 +110,37 @@ class Engine:
             raise InputError(f"{label}: the engine refused the query: {first}") from None
         return tuple(rows[0])
 
+    def one(self, sql: str, label: str) -> tuple[Any, ...]:
+        """The one row `sql` gives (a query of counts)."""
+        return self._run(sql, label)
+
+    def execute(self, sql: str, label: str) -> None:
+        """A statement that returns no rows (a temporary table the engine keeps, and spills)."""
+        import duckdb
+
+        self.queries.append(sql)
+        try:
+            start = time.perf_counter()
+            self.con.execute(sql)
+            self.seconds.append(time.perf_counter() - start)
+        except duckdb.Error as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise InputError(f"{label}: the engine refused the query: {first}") from None
+
+    def fetch(self, sql: str, label: str) -> dict[str, np.ndarray[Any, np.dtype[np.float64]]]:
+        """The rows of `sql` (a few: a band of requests) as float64 columns, in order."""
+        import duckdb
+
+        self.queries.append(sql)
+        try:
+            start = time.perf_counter()
+            got = self.con.execute(sql).fetchnumpy()
+            self.seconds.append(time.perf_counter() - start)
+        except duckdb.Error as e:
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise InputError(f"{label}: the engine refused the query: {first}") from None
+        return {k: np.asarray(v, dtype=np.float64) for k, v in got.items()}
+
     def _stream(self, sql: str, label: str) -> Any:
         """The rows of `sql` as Arrow record batches of BATCH_ROWS, in order."""
         import duckdb

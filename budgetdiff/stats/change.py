@@ -387,25 +387,42 @@ def two_proportion_p(
 
 
 def _paired_rho(b: _Side, h: _Side, pairs: tuple[IntArray, IntArray]) -> float:
+    """Correlation of the two percentile estimates from the paired requests (`paired_rho`, on
+    the counts of the indicators over the pairs)."""
+    ib, ih = pairs
+    xb, xh = _in_pairs(b.indicator, ib), _in_pairs(h.indicator, ih)
+    both = int(np.count_nonzero(xb & xh))
+    counts = PairCounts(len(ib), int(np.count_nonzero(xb)), int(np.count_nonzero(xh)), both)
+    return paired_rho(counts, b.indicator.size, h.indicator.size)
+
+
+@dataclass(frozen=True, slots=True)
+class PairCounts:
+    """Over m paired requests: how many have base's value at or below base's percentile
+    (`base`), head's at or below head's (`head`), and both (`both`): all the paired
+    correlation reads, so an engine can count them in a join."""
+
+    m: int
+    base: int
+    head: int
+    both: int
+
+
+def paired_rho(c: PairCounts, n_base: int, n_head: int) -> float:
     """Correlation of the two percentile estimates from the paired requests, clipped to [0, 1).
 
-    The phi coefficient of the indicators over the pairs, scaled by m / sqrt(n_b n_h) for m pairs
-    (equal to the phi coefficient when every request is paired).
+    The phi coefficient of the indicators over the pairs, from their 2x2 counts (integers, one
+    rounding), scaled by m / sqrt(n_b n_h) for m pairs (equal to the phi coefficient when every
+    request is paired).
     """
-    ib, ih = pairs
-    m = len(ib)
+    m = c.m
     if m < 2:
         return 0.0
-    xb, xh = _in_pairs(b.indicator, ib), _in_pairs(h.indicator, ih)
-    # the phi coefficient from the 2x2 table's counts, exactly (integers), not from float
-    # deviations of 0/1 values (eight passes and four float copies of the column)
-    nb, nh = int(np.count_nonzero(xb)), int(np.count_nonzero(xh))
-    both = int(np.count_nonzero(xb & xh))
-    spread = nb * (m - nb) * nh * (m - nh)
-    if spread == 0:
+    spread = c.base * (m - c.base) * c.head * (m - c.head)
+    if spread == 0:  # every pair on one side of a percentile: no correlation to see
         return 0.0
-    phi = (both * m - nb * nh) / math.sqrt(spread)
-    rho = phi * m / math.sqrt(b.indicator.size * h.indicator.size)
+    phi = (m * c.both - c.base * c.head) / math.sqrt(spread)
+    rho = phi * m / math.sqrt(n_base * n_head)
     return min(max(rho, 0.0), 0.999)
 
 
