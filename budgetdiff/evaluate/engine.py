@@ -120,51 +120,10 @@ def compare(
     target (`breach`) or a slice's over its budget (`over_budget`). The requests pair by id
     as the in-memory compare pairs them (`engine_pairing`; `no_pair`: `--no-pair`)."""
     engine = Engine()
-    rels = relation(base, "--base"), relation(head, "--head")
-    labels = ", ".join(base), ", ".join(head)
-    have = [engine.columns(rel, label) for rel, label in zip(rels, labels, strict=True)]
-    for names, label in zip(have, labels, strict=True):
-        _honoured(names, label)
-    rows = rows_of(budget, have[1], labels[1])
-    sizes = [engine.rows(rel, label) for rel, label in zip(rels, ("--base", "--head"), strict=True)]
-    sides = pairing.Tables(
-        rels,
-        (sizes[0], sizes[1]),
-        ("--base", "--head"),
-        (pairing.targets(have[0]), pairing.targets(have[1])),
-    )
-    paired = pairing.pair(engine, sides, Unit.REQUEST, no_pair)
-    p, reg = budget.percentile, budget.regression
+    have, rows, sizes, paired = _paired_sides(engine, base, head, budget, no_pair)
+    p = budget.percentile
     also = [q for q in OTHER_PERCENTILES if q != p]
-    family = {g: sum(1 for r in rows if r.gated == g) for g in (True, False)}
-    columns = [
-        (
-            ooc.Column(engine, paired.rels[0], r.column, paired.n[0], "--base"),
-            ooc.Column(engine, paired.rels[1], r.column, paired.n[1], "--head"),
-        )
-        for r in rows
-    ]
-    need = needed_for_interval(p, reg.confidence)
-    measured = [
-        ooc.sides(b, h, p, reg.confidence, also) if min(b.n, h.n) >= need else None
-        for b, h in columns
-    ]
-    counts = _pair_counts(engine, paired, rows, measured)
-    changes = [
-        ooc.compare(
-            b,
-            h,
-            p,
-            reg.confidence,
-            family_size=family[r.gated],
-            also=also,
-            min_change=reg.min_change,
-            min_ms=r.floor_ms,
-            measured=m,
-            pairs=c,
-        )
-        for r, (b, h), m, c in zip(rows, columns, measured, counts, strict=True)
-    ]
+    changes = _changes(engine, paired, rows, budget, also)
     split = _split(engine, budget, rows, have, paired, p)
     verdicts = _decide(rows, [c for c, _ in changes], budget)
     out = [
@@ -195,6 +154,68 @@ def compare(
         "memory_limit": engine.memory_limit,
         "queries": engine.queries,
     }
+
+
+def _paired_sides(
+    engine: Engine, base: Sequence[str], head: Sequence[str], budget: Budget, no_pair: bool
+) -> tuple[list[list[str]], list[EngineRow], list[int], pairing.Pairing]:
+    """Each side's columns, the budget's rows, each side's size, and the sides paired by id
+    as the in-memory compare pairs them (`engine_pairing`)."""
+    rels = relation(base, "--base"), relation(head, "--head")
+    labels = ", ".join(base), ", ".join(head)
+    have = [engine.columns(rel, label) for rel, label in zip(rels, labels, strict=True)]
+    for names, label in zip(have, labels, strict=True):
+        _honoured(names, label)
+    rows = rows_of(budget, have[1], labels[1])
+    sizes = [engine.rows(rel, label) for rel, label in zip(rels, ("--base", "--head"), strict=True)]
+    sides = pairing.Tables(
+        rels,
+        (sizes[0], sizes[1]),
+        ("--base", "--head"),
+        (pairing.targets(have[0]), pairing.targets(have[1])),
+    )
+    return have, rows, sizes, pairing.pair(engine, sides, Unit.REQUEST, no_pair)
+
+
+def _changes(
+    engine: Engine,
+    paired: pairing.Pairing,
+    rows: list[EngineRow],
+    budget: Budget,
+    also: list[float],
+) -> list[tuple[stats.Change, tuple[float, float] | None]]:
+    """Each row's change and head's own interval, from quantile queries at the interval's
+    ranks (`measure.engine`), paired where the sides are."""
+    p, reg = budget.percentile, budget.regression
+    family = {g: sum(1 for r in rows if r.gated == g) for g in (True, False)}
+    columns = [
+        (
+            ooc.Column(engine, paired.rels[0], r.column, paired.n[0], "--base"),
+            ooc.Column(engine, paired.rels[1], r.column, paired.n[1], "--head"),
+        )
+        for r in rows
+    ]
+    need = needed_for_interval(p, reg.confidence)
+    measured = [
+        ooc.sides(b, h, p, reg.confidence, also) if min(b.n, h.n) >= need else None
+        for b, h in columns
+    ]
+    counts = _pair_counts(engine, paired, rows, measured)
+    return [
+        ooc.compare(
+            b,
+            h,
+            p,
+            reg.confidence,
+            family_size=family[r.gated],
+            also=also,
+            min_change=reg.min_change,
+            min_ms=r.floor_ms,
+            measured=m,
+            pairs=c,
+        )
+        for r, (b, h), m, c in zip(rows, columns, measured, counts, strict=True)
+    ]
 
 
 def _pair_counts(

@@ -162,24 +162,7 @@ def shapley(
     about = _sampled_candidates(engine, rel, m, p, label)
     if about > 2 * MAX_CANDIDATES:  # clearly too many: not worth the exact passes
         return Change(None, _too_many(f"about {round(about)} (from a sample)"))
-    # the two order statistics (each its own query: DuckDB's exact quantile holds its column),
-    # then one pass checks both ranks and takes the largest sum
-    v_lo = engine.order_statistics(rel, "lo", m, [r_lo], label, verify=False)[r_lo]
-    v_hi = engine.order_statistics(rel, "hi", m, [r_hi], label, verify=False)[r_hi]
-    checked = engine.one(
-        f"SELECT max(abs(hi)), count(*) FILTER (WHERE lo < {_num(v_lo)}), "
-        f"count(*) FILTER (WHERE lo <= {_num(v_lo)}), count(*) FILTER (WHERE hi < {_num(v_hi)}), "
-        f"count(*) FILTER (WHERE hi <= {_num(v_hi)}) FROM {rel}",
-        label,
-    )
-    ranked = [int(x) for x in checked[1:]]
-    try:
-        check_ranks({r_lo: v_lo}, {v_lo: (ranked[0], ranked[1])})
-        check_ranks({r_hi: v_hi}, {v_hi: (ranked[2], ranked[3])})
-    except InputError as e:
-        raise InputError(f"{label}: the paired split of the change: {e}") from None
-    slack = 1e-9 * float(checked[0])  # sums in other orders round apart
-    floor_value, ceil_value = v_lo - slack, v_hi + slack
+    floor_value, ceil_value = _bounds(engine, rel, m, (r_lo, r_hi), label)
     below = f"hi < {_num(floor_value)}"
     keep = f"NOT ({below}) AND NOT (lo > {_num(ceil_value)})"
     shift, kept = (
@@ -199,6 +182,32 @@ def shapley(
 
 
 SAMPLE = 100_000  # pairs the estimate of the candidates reads (one pass, a reservoir)
+
+
+def _bounds(
+    engine: Engine, rel: str, m: int, ranks: tuple[int, int], label: str
+) -> tuple[float, float]:
+    """`attribution._candidates`' floor and ceiling: the r_lo-th smallest per-request sum of
+    the minima and the r_hi-th of the maxima, each its own query (DuckDB's exact quantile holds
+    its column), then one pass checks both ranks and takes the largest sum (for the slack:
+    sums in other orders round apart)."""
+    r_lo, r_hi = ranks
+    v_lo = engine.order_statistics(rel, "lo", m, [r_lo], label, verify=False)[r_lo]
+    v_hi = engine.order_statistics(rel, "hi", m, [r_hi], label, verify=False)[r_hi]
+    checked = engine.one(
+        f"SELECT max(abs(hi)), count(*) FILTER (WHERE lo < {_num(v_lo)}), "
+        f"count(*) FILTER (WHERE lo <= {_num(v_lo)}), count(*) FILTER (WHERE hi < {_num(v_hi)}), "
+        f"count(*) FILTER (WHERE hi <= {_num(v_hi)}) FROM {rel}",
+        label,
+    )
+    ranked = [int(x) for x in checked[1:]]
+    try:
+        check_ranks({r_lo: v_lo}, {v_lo: (ranked[0], ranked[1])})
+        check_ranks({r_hi: v_hi}, {v_hi: (ranked[2], ranked[3])})
+    except InputError as e:
+        raise InputError(f"{label}: the paired split of the change: {e}") from None
+    slack = 1e-9 * float(checked[0])
+    return v_lo - slack, v_hi + slack
 
 
 def _sampled_candidates(engine: Engine, rel: str, m: int, p: float, label: str) -> float:

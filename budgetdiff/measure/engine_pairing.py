@@ -76,16 +76,8 @@ def pair(engine: Engine, s: Tables, unit: Unit, no_pair: bool) -> Pairing:
         return unpaired  # no ids, or too few requests: `pairing._unusable`
     ids = (s.columns[0]["request_id"], s.columns[1]["request_id"])
     aligned = _aligned(engine, s, ids)  # then head's ids are base's: one side tells
-    each = list(zip(s.rels, ids, s.n, s.labels, strict=True))
-    for rel, col, n, label in each[: 1 if aligned else 2]:
-        k = _key(col)
-        blank, distinct = engine.one(
-            f"SELECT count(*) FILTER (WHERE {k} IS NULL OR {k} = ''), count(DISTINCT {k}) "
-            f"FROM {rel}",
-            label,
-        )
-        if int(blank) or int(distinct) < n:  # a request without an id, or ids repeated
-            return unpaired
+    if not _ids_usable(engine, s, ids, aligned):
+        return unpaired
     join = _join(s.rels, ids, aligned)
     evidence = [(name, words) for name, words in EVIDENCE if _both(s, name)]
     agree = " AND ".join(_same(s, name) for name, _ in evidence) or "TRUE"
@@ -102,29 +94,10 @@ def pair(engine: Engine, s: Tables, unit: Unit, no_pair: bool) -> Pairing:
     common, agreed = int(got[0]), int(got[1])
     said = tuple(w for i, (_, w) in enumerate(evidence) if int(got[2 + 2 * i]))
     differ = tuple(w for i, (_, w) in enumerate(evidence) if int(got[3 + 2 * i]))
-    prompts: list[str] = []
+    prompts: list[str] = []  # the prompts' condition, where they pair on it
 
     def same_prompts() -> int | None:
-        """`pairing._same_prompts`: the prompts' evidence that tells prompts apart."""
-        proven = []
-        for name in PROMPTS:
-            if not _both(s, name):
-                continue
-            known = _known(s, name)
-            col = f"b.{ident(s.columns[0][name])}"
-            many = "" if name == "prompt_hash" else f", count(DISTINCT {col}::DOUBLE)"
-            row = engine.one(f"SELECT count(*){many} FROM {join} WHERE {known}", label)
-            if not int(row[0]) or (name != "prompt_hash" and int(row[1]) < 2):
-                continue  # one prompt length for every request: it tells no prompt apart
-            proven.append(_same(s, name))
-        if not proven:
-            return None
-        condition = " AND ".join(proven)
-        same = int(engine.one(f"SELECT count(*) FROM {join} WHERE {condition}", label)[0])
-        if same / common < AGREE:
-            return None
-        prompts.append(condition)
-        return same
+        return _same_prompts(engine, s, join, label, common, prompts)
 
     d = decide(Overlap(s.n[0], s.n[1], common, said, differ, agreed, same_prompts), unit)
     if not d.paired:
@@ -133,6 +106,48 @@ def pair(engine: Engine, s: Tables, unit: Unit, no_pair: bool) -> Pairing:
         return Pairing(d, s.rels, s.n, ids, aligned)
     keep = {"common": "TRUE", "agree": agree, "prompts": prompts[-1] if prompts else "TRUE"}
     return _cut(engine, s, d, join, keep[d.on], ids, aligned)
+
+
+def _ids_usable(engine: Engine, s: Tables, ids: tuple[str, str], aligned: bool) -> bool:
+    """Every request has an id and no id repeats (`pairing._unusable`), on each side (one side
+    tells when the sides are aligned: head's ids are base's)."""
+    each = list(zip(s.rels, ids, s.n, s.labels, strict=True))
+    for rel, col, n, label in each[: 1 if aligned else 2]:
+        k = _key(col)
+        blank, distinct = engine.one(
+            f"SELECT count(*) FILTER (WHERE {k} IS NULL OR {k} = ''), count(DISTINCT {k}) "
+            f"FROM {rel}",
+            label,
+        )
+        if int(blank) or int(distinct) < n:  # a request without an id, or ids repeated
+            return False
+    return True
+
+
+def _same_prompts(
+    engine: Engine, s: Tables, join: str, label: str, common: int, prompts: list[str]
+) -> int | None:
+    """`pairing._same_prompts`: the prompts' evidence that tells prompts apart, and how many
+    pairs agree on it (its condition appended to `prompts`)."""
+    proven = []
+    for name in PROMPTS:
+        if not _both(s, name):
+            continue
+        known = _known(s, name)
+        col = f"b.{ident(s.columns[0][name])}"
+        many = "" if name == "prompt_hash" else f", count(DISTINCT {col}::DOUBLE)"
+        row = engine.one(f"SELECT count(*){many} FROM {join} WHERE {known}", label)
+        if not int(row[0]) or (name != "prompt_hash" and int(row[1]) < 2):
+            continue  # one prompt length for every request: it tells no prompt apart
+        proven.append(_same(s, name))
+    if not proven:
+        return None
+    condition = " AND ".join(proven)
+    same = int(engine.one(f"SELECT count(*) FROM {join} WHERE {condition}", label)[0])
+    if same / common < AGREE:
+        return None
+    prompts.append(condition)
+    return same
 
 
 def join(p: Pairing) -> str:
