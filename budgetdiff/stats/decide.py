@@ -117,14 +117,10 @@ def family_test(
     rows = [i for i, c in enumerate(changes) if c.p_value is not None and c.needed is None]
     dealt = [i for i in rows if (len(base[i]), len(head[i])) == requests]
     if not dealt:
-        return FamilyTest(
-            HOLM, None, _why_not(rows, requests, several_runs, False) if rows else None
-        )
+        return FamilyTest(HOLM, None, _why_not(requests, several_runs, False) if rows else None)
     autocorrelated = any(any(changes[i].autocorrelated) for i in rows)
-    if not permutation.applies(
-        [requests], several_runs=several_runs, autocorrelated=autocorrelated
-    ):
-        return FamilyTest(HOLM, None, _why_not(rows, requests, several_runs, autocorrelated))
+    if not permutation.applies(requests, several_runs=several_runs, autocorrelated=autocorrelated):
+        return FamilyTest(HOLM, None, _why_not(requests, several_runs, autocorrelated))
     chosen = [pairs[i] for i in dealt] if pairs is not None else None
     share = len(rows) / len(dealt)  # the dealt rows' part of the level is 1 / share of it
     adjusted = permutation.step_down(
@@ -145,9 +141,7 @@ def family_test(
     return FamilyTest(PERMUTATION, out)
 
 
-def _why_not(
-    rows: Sequence[int], requests: tuple[int, int], several_runs: bool, autocorrelated: bool
-) -> str:
+def _why_not(requests: tuple[int, int], several_runs: bool, autocorrelated: bool) -> str:
     """Why a family's requests are not dealt by permutation (`permutation.applies`)."""
     if several_runs:
         return "several runs a side: their drift is in the intervals, not in a permutation"

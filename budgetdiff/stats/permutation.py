@@ -65,12 +65,10 @@ SURE = 4.0
 Pairs = tuple[IntArray, IntArray]
 
 
-def applies(sizes: Sequence[tuple[int, int]], *, several_runs: bool, autocorrelated: bool) -> bool:
-    """Whether the family's requests may be permuted: one run a side, no side correlated in
-    arrival order, and at most MAX_REQUESTS requests on the two sides of the longest row."""
-    if several_runs or autocorrelated or not sizes:
-        return False
-    return max(b + h for b, h in sizes) <= MAX_REQUESTS
+def applies(requests: tuple[int, int], *, several_runs: bool, autocorrelated: bool) -> bool:
+    """Whether the family's requests (each side's count) may be permuted: one run a side, no
+    side correlated in arrival order, and at most MAX_REQUESTS requests in all."""
+    return not several_runs and not autocorrelated and sum(requests) <= MAX_REQUESTS
 
 
 def step_down(

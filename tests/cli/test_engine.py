@@ -96,14 +96,7 @@ def test_the_report_equals_the_in_memory_compare(
     engine = _run(capsys, *common, "--engine", "duckdb")
     rows = _rows(engine)
     assert set(rows) == {"ttft", "total", "queue", "prefill", "decode", "app"}
-    for name, row in rows.items():
-        fields = FIELDS
-        if _autocorrelated(memory[name]) and not _autocorrelated(row):
-            # found only by the tests the engine does not run (its not_computed says so): the
-            # percentiles are the same, the interval in memory wider
-            assert "rank and warm-up tests" in {x["what"] for x in engine["not_computed"]}
-            fields = ("base_ms", "head_ms", "delta_ms", "delta_pct", "percentiles", "paired")
-        assert {f: row[f] for f in fields} == {f: memory[name][f] for f in fields}, name
+    _assert_same_rows(memory, rows, engine)
     for name in ("queue", "prefill", "decode", "app"):
         assert {f: rows[name][f] for f in PARTS} == {f: memory[name][f] for f in PARTS}, name
     assert engine["attribution"] == whole["attribution"] and not engine["paired"]
@@ -131,6 +124,20 @@ def _autocorrelated(row: dict[str, Any]) -> bool:
     return any("autocorrelated in arrival order" in n for n in row["notes"])
 
 
+def _assert_same_rows(
+    memory: dict[str, dict[str, Any]], rows: dict[str, dict[str, Any]], engine: dict[str, Any]
+) -> None:
+    """Every row's fields equal in both paths; where only the arrival-order tests the engine
+    does not run find correlation (its not_computed says so), the percentiles equal and the
+    in-memory interval is wider."""
+    for name, row in rows.items():
+        fields = FIELDS
+        if _autocorrelated(memory[name]) and not _autocorrelated(row):
+            assert "rank and warm-up tests" in {x["what"] for x in engine["not_computed"]}
+            fields = ("base_ms", "head_ms", "delta_ms", "delta_pct", "percentiles", "paired")
+        assert {f: row[f] for f in fields} == {f: memory[name][f] for f in fields}, name
+
+
 def _same_report(
     capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -139,14 +146,8 @@ def _same_report(
     whole, engine = _run(capsys, *argv), _run(capsys, *argv, "--engine", "duckdb")
     memory, rows = _rows(whole), _rows(engine)
     assert set(rows) == {"ttft", "total", "queue", "prefill", "decode", "app"}
+    _assert_same_rows(memory, rows, engine)
     for name, row in rows.items():
-        fields = FIELDS
-        if _autocorrelated(memory[name]) and not _autocorrelated(row):
-            # found only by the tests the engine does not run (its not_computed says so): the
-            # percentiles are the same, the interval in memory wider
-            assert "rank and warm-up tests" in {x["what"] for x in engine["not_computed"]}
-            fields = ("base_ms", "head_ms", "delta_ms", "delta_pct", "percentiles", "paired")
-        assert {f: row[f] for f in fields} == {f: memory[name][f] for f in fields}, name
         if row["kind"] == "slice":
             assert {f: row[f] for f in PARTS} == {f: memory[name][f] for f in PARTS}, name
             assert row["part_ms"] is not None and row["tail_change_ms"] is not None
