@@ -35,15 +35,22 @@ BOMB = (
     )
 )
 # The child reports its own peak RSS; the address-space cap keeps a regression from taking
-# the shared machine's memory (13 GB before the fix).
+# the shared machine's memory (13 GB before the fix). Its own: Linux carries ru_maxrss across
+# exec, so a child of a large pytest process would report the parent's; /proc's VmHWM is the
+# peak of the child's own address space.
 CHILD = """
-import resource, sys
+import re, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 from budgetdiff.cli import main
 try:
     code = main(sys.argv[1:])
 finally:
-    print(f"maxrss_kb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
+    try:
+        with open("/proc/self/status") as f:
+            peak = int(re.search(r"VmHWM:\\s*(\\d+) kB", f.read()).group(1))
+    except OSError:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(f"maxrss_kb={peak}", file=sys.stderr)
 sys.exit(code)
 """
 ALLOWED = "1 to 100 characters of visible text: no control character"
