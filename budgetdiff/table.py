@@ -7,11 +7,10 @@ Every reader (`budgetdiff.formats.*`) returns `Run` objects; everything downstre
 from __future__ import annotations
 
 import math
-import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -201,7 +200,7 @@ class Run:
     ttft: FloatArray | None = None
     total: FloatArray | None = None
     ok: BoolArray | None = None
-    request_id: npt.NDArray[Any] | None = None  # str or object (Python str) values
+    request_id: Ids | None = None  # (a numpy array of them is taken as Ids)
     input_tokens: FloatArray | None = None
     output_tokens: FloatArray | None = None
     itl: Itl | None = None
@@ -229,6 +228,10 @@ class Run:
     # which run of the same configuration each request belongs to (0, 1, ...: the file's index
     # of repeated --base/--head files, or a `run` column's value); None: one run
     run: npt.NDArray[np.int64] | None = None
+
+    def __post_init__(self) -> None:
+        if self.request_id is not None and not isinstance(self.request_id, Ids):
+            object.__setattr__(self, "request_id", Ids(self.request_id))
 
     @property
     def succeeded(self) -> BoolArray:
@@ -398,74 +401,138 @@ def _swap(a: FloatArray, i: int, j: int) -> None:
 HASH_IDS_FROM = 20_000
 
 
-def repeated_ids(ids: npt.NDArray[Any]) -> int:
-    """How many request ids repeat an earlier one (len(ids) - len(np.unique(ids))); by a sort
-    for a few (np.unique's first call imports numpy.ma, 8 ms of start-up), else by hashing.
-    Remembered per array: pairing, prepare and the rows ask it of the same ids."""
-    known = _REPEATS.get(id(ids))
-    if known is not None and known[0]() is ids:
-        return known[1]
-    count = None
-    if len(ids) >= HASH_IDS_FROM:
-        codes = _codes([ids])
-        if codes is not None:
-            count = len(ids) - int(np.count_nonzero(np.bincount(codes[0])))
-    if count is None:  # ids of several kinds (1 and "1") are told apart as text
-        ordered = np.sort(ids.astype(str) if ids.dtype == object else ids)
-        count = int(np.count_nonzero(ordered[1:] == ordered[:-1]))
-    _remember(ids, count)
-    return count
+class Ids:
+    """A run's request ids, as text (an integer id is its decimal text; a missing one is "").
+
+    The native reader's stay the Arrow array pyarrow read: ten million ids as Python strings
+    took 2 s to make, 0.6 GB to hold and 1.5 s to turn back into Arrow for the hash (issue 36).
+    Other readers hand over numpy arrays. Either way, what pairing asks (blanks, repeats, the
+    ids both runs hold, the rows at some places) is answered without the other form. How many
+    ids repeat is kept once counted: pairing, prepare and the rows all ask it of the same ids.
+    """
+
+    __slots__ = ("_repeats", "values")
+
+    def __init__(self, values: Any) -> None:
+        self.values: Any = values.values if isinstance(values, Ids) else values
+        self._repeats: int | None = None
+
+    @property
+    def arrow(self) -> bool:
+        return not isinstance(self.values, np.ndarray)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.tolist())
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice | np.ndarray | Sequence[Any]) -> Ids: ...
+
+    def __getitem__(self, index: Any) -> Any:
+        """The ids at `index` (a slice, positions or a mask), as numpy indexing takes them; one
+        id at an integer."""
+        if isinstance(index, int | np.integer):
+            one = self.values[int(index)]
+            return one.as_py() if self.arrow else one
+        if not self.arrow:
+            return Ids(self.values[index])
+        import pyarrow as pa
+
+        if isinstance(index, slice):
+            index = np.arange(len(self.values))[index]
+        index = np.asarray(index)
+        if index.dtype == np.bool_:
+            return Ids(self.values.filter(pa.array(index)))
+        return Ids(self.values.take(pa.array(index.astype(np.int64, copy=False))))
+
+    def tolist(self) -> list[Any]:
+        return self.values.to_pylist() if self.arrow else self.values.tolist()  # type: ignore[no-any-return]
+
+    def numpy(self) -> npt.NDArray[Any]:
+        """The ids as a numpy array (Python strings for Arrow's): for a few of them."""
+        if not self.arrow:
+            return self.values  # type: ignore[no-any-return]
+        return self.values.to_numpy(zero_copy_only=False)  # type: ignore[no-any-return]
+
+    def blank(self) -> BoolArray:
+        """Which ids are empty (a request without an id)."""
+        if not self.arrow:
+            return np.asarray(self.values == "", dtype=bool)
+        import pyarrow.compute as pc
+
+        return np.asarray(pc.equal(self.values, "").to_numpy(zero_copy_only=False), dtype=bool)
+
+    def same(self, other: Ids) -> bool:
+        """The same ids in the same order."""
+        if len(self) != len(other):
+            return False
+        if self.arrow and other.arrow:
+            return bool(self.values.equals(other.values))
+        return bool(np.array_equal(self.numpy(), other.numpy()))
+
+    def count_in(self, wanted: set[Any]) -> int:
+        """How many of the ids are in `wanted` (a few ids)."""
+        if not self.arrow:
+            return sum(1 for x in self.values.tolist() if x in wanted)
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        hits = pc.is_in(self.values, value_set=pa.array(sorted(wanted), type=self.values.type))
+        return int(pc.sum(hits).as_py() or 0)
+
+    @staticmethod
+    def concat(parts: Sequence[Ids]) -> Ids:
+        """The ids of several runs, one run after another."""
+        if all(p.arrow for p in parts) and len({p.values.type for p in parts}) == 1:
+            import pyarrow as pa
+
+            return Ids(pa.concat_arrays([p.values for p in parts]))
+        return Ids(np.concatenate([p.numpy() for p in parts]))
 
 
-# id(array) -> (a weak reference to it, how many of its ids repeat): an id array is never
-# changed once read, and the entry goes when the array does
-_REPEATS: dict[int, tuple[weakref.ref[Any], int]] = {}
+def ids_of(values: Any) -> Ids | None:
+    """`values` as Ids (None stays None)."""
+    return None if values is None else Ids(values)
 
 
-def _remember(ids: npt.NDArray[Any], count: int) -> None:
-    key = id(ids)
-    try:
-        ref = weakref.ref(ids, lambda _: _REPEATS.pop(key, None))
-    except TypeError:  # not an array (a list): nothing to remember it by
-        return
-    _REPEATS[key] = (ref, count)
+def repeated_ids(ids: Ids) -> int:
+    """How many request ids repeat an earlier one (len(ids) - len(set(ids))), by hashing."""
+    if ids._repeats is None:
+        codes = _codes([ids])[0]
+        ids._repeats = len(codes) - (int(codes.max()) + 1 if len(codes) else 0)
+    return ids._repeats
 
 
-def common_ids(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> tuple[np.ndarray, np.ndarray]:
+def common_ids(a: Ids, b: Ids) -> tuple[np.ndarray, np.ndarray]:
     """(ia, ib): the positions in `a` and in `b` of the ids both hold, a[ia] == b[ib], in a's
     order, each id at its first place on each side: np.intersect1d's pairs (which come in the
-    ids' sorted order), found by one hash of both sides instead of a sort. Remembers how many
-    ids repeat on each side (`repeated_ids` then answers at once)."""
-    if len(a) == len(b) and bool(np.array_equal(a, b)):  # the same requests in the same order
-        _remember(b, repeated_ids(a))
+    ids' sorted order), found by one hash of both sides instead of a sort. Counts how many ids
+    repeat on each side (`repeated_ids` then answers at once)."""
+    if a.same(b):  # the same requests in the same order
+        b._repeats = repeated_ids(a)
         first = _first_places(a)
         return first, first
-    codes = _codes([a, b]) if len(a) + len(b) >= HASH_IDS_FROM else None
-    if codes is None:
-        _, ia, ib = np.intersect1d(a, b, assume_unique=False, return_indices=True)
-        order = np.argsort(ia, kind="stable")
-        return ia[order], ib[order]
-    ca, cb = codes
+    ca, cb = _codes([a, b])
     size = int(max(ca.max(initial=-1), cb.max(initial=-1))) + 1
     ia = _first_of(ca, size)  # each id of a at its first place, in a's order
     first_b = np.full(size, len(cb), dtype=np.intp)
     np.minimum.at(first_b, cb, np.arange(len(cb)))  # each id's first place in b
-    _remember(a, len(ca) - len(ia))
-    _remember(b, len(cb) - int(np.count_nonzero(first_b < len(cb))))
+    a._repeats = len(ca) - len(ia)
+    b._repeats = len(cb) - int(np.count_nonzero(first_b < len(cb)))
     ib = first_b[ca[ia]]
     keep = ib < len(cb)
     return ia[keep], ib[keep]
 
 
-def _first_places(ids: npt.NDArray[Any]) -> np.ndarray:
+def _first_places(ids: Ids) -> np.ndarray:
     """The position of each id's first appearance, in order (every position when unique)."""
     if repeated_ids(ids) == 0:
         return np.arange(len(ids))
-    codes = _codes([ids]) if len(ids) >= HASH_IDS_FROM else None
-    if codes is None:
-        _, first = np.unique(ids, return_index=True)
-        return np.sort(first)
-    return _first_of(codes[0])
+    return _first_of(_codes([ids])[0])
 
 
 def _first_of(codes: np.ndarray, size: int | None = None) -> np.ndarray:
@@ -479,24 +546,41 @@ def _first_of(codes: np.ndarray, size: int | None = None) -> np.ndarray:
     return np.sort(places)
 
 
-def _codes(arrays: list[npt.NDArray[Any]]) -> list[np.ndarray] | None:
-    """One integer code per id, equal ids equal codes across all the arrays (a hash of them
-    together), or None when the ids are not all text or all integers (then a sort tells them)."""
+def _codes(ids: Sequence[Ids]) -> list[np.ndarray]:
+    """One integer code per id, equal ids (as text) equal codes across all of them, numbered
+    in order of first appearance: pyarrow's dictionary encoding of Arrow ids and of many,
+    a dict of a few (no pyarrow.compute import at start-up)."""
+    sizes = [len(i) for i in ids]
+    if sum(sizes) < HASH_IDS_FROM and not any(i.arrow for i in ids):
+        seen: dict[str, int] = {}
+        flat_list = [seen.setdefault(str(x), len(seen)) for i in ids for x in i.tolist()]
+        flat = np.array(flat_list, dtype=np.intp)
+    else:
+        flat = _arrow_codes(ids)
+    bounds = np.cumsum([0, *sizes])
+    return [flat[lo:hi] for lo, hi in pairwise(bounds)]
+
+
+def _arrow_codes(ids: Sequence[Ids]) -> np.ndarray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    chunks = [i.values if i.arrow else _as_text(i.values) for i in ids]
+    if len({c.type for c in chunks}) != 1:
+        chunks = [pc.cast(c, pa.large_string()) for c in chunks]
+    whole = chunks[0] if len(chunks) == 1 else pa.concat_arrays(chunks)
+    codes = pc.dictionary_encode(whole).indices
+    return np.asarray(codes.to_numpy(), dtype=np.intp)
+
+
+def _as_text(values: npt.NDArray[Any]) -> Any:
+    """A numpy id array as Arrow text (ids of several kinds, 1 and "1", as text alike)."""
+    import pyarrow as pa
+
     try:
-        chunks = [pa.array(a) for a in arrays]
-        if len({c.type for c in chunks}) != 1:
-            return None
-        codes = pc.dictionary_encode(pa.chunked_array(chunks)).combine_chunks().indices
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-        return None
-    if codes.null_count:
-        return None
-    flat = codes.to_numpy().astype(np.intp, copy=False)
-    bounds = np.cumsum([0, *(len(a) for a in arrays)])
-    return [flat[lo:hi] for lo, hi in pairwise(bounds)]
+        return pa.array(values, type=pa.string())
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([str(x) for x in values.tolist()], type=pa.string())
 
 
 _LATENCY = "more than a day in ms; check the unit (a slice's `unit: s|ms|us`) or the file"

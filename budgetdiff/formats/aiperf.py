@@ -67,7 +67,7 @@ from budgetdiff.formats._checks import (
     percentiles,
 )
 from budgetdiff.numbers import count
-from budgetdiff.table import FloatArray, Itl, Run
+from budgetdiff.table import FloatArray, Ids, Itl, Run
 from budgetdiff.units import MS_PER
 
 NAME = "aiperf"
@@ -270,7 +270,7 @@ def _records_run(r: _Records, ctx: Ctx) -> Run:
         ttft=ttft_arr if r.has_ttft else None,
         total=total_arr,
         ok=ok_arr,
-        request_id=np.array(r.ids, dtype=np.str_) if any(r.ids) else None,
+        request_id=Ids(np.array(r.ids, dtype=np.str_)) if any(r.ids) else None,
         input_tokens=None if np.isnan(isl_arr).all() else isl_arr,
         output_tokens=None if np.isnan(osl_arr).all() else osl_arr,
         itl=itl if lengths.any() else None,

@@ -22,7 +22,7 @@ import numpy as np
 
 from budgetdiff.errors import ReadError
 from budgetdiff.numbers import setting_pct
-from budgetdiff.table import BoolArray, FloatArray, Histogram, Itl, Run, repeated_ids
+from budgetdiff.table import BoolArray, FloatArray, Histogram, Ids, Itl, Run, repeated_ids
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -120,11 +120,11 @@ def stack(runs: list[Run]) -> Run:
         parts = [getattr(r, name) for r in runs]
         return None if parts[0] is None else np.concatenate(parts)
 
-    ids = cat("request_id")
-    if ids is not None and repeated_ids(ids.astype(str)):  # each run sent the same ids
-        ids = np.array(
-            [f"{k}:{rid}" for k, r in enumerate(runs) for rid in _ids(r)],
-            dtype=object,
+    given = [r.request_id for r in runs]
+    ids = None if None in given else Ids.concat([i for i in given if i is not None])
+    if ids is not None and repeated_ids(ids):  # each run sent the same ids
+        ids = Ids(
+            np.array([f"{k}:{rid}" for k, r in enumerate(runs) for rid in _ids(r)], dtype=object)
         )
     ok = None if all(r.ok is None for r in runs) else np.concatenate([r.succeeded for r in runs])
     durations = [r.duration_s for r in runs]
@@ -345,7 +345,7 @@ class _Match:
         return out
 
 
-def _match(client_ids: npt.NDArray[Any], servers: list[Run]) -> _Match:
+def _match(client_ids: Ids, servers: list[Run]) -> _Match:
     """Each client request's server span, by request id (with or without vLLM's prefix)."""
     index: dict[str, tuple[int, int]] = {}
     for s, run in enumerate(servers):

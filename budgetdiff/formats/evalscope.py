@@ -49,7 +49,7 @@ from budgetdiff.formats._checks import (
     obj,
     parse_json,
 )
-from budgetdiff.table import Itl, Run
+from budgetdiff.table import Ids, Itl, Run
 
 NAME = "evalscope"
 HINT = "an evalscope perf `benchmark_data.db` or `benchmark_percentile.json`"
@@ -225,7 +225,7 @@ def _database(data: bytes, ctx: Ctx) -> Run:
         total=total,
         ok=ok,
         itl=itl,
-        request_id=np.array([str(x) for x in ids], dtype=object)
+        request_id=Ids(np.array([str(x) for x in ids], dtype=object))
         if all(isinstance(x, str) and x for x in ids)
         else None,
         input_tokens=cells("prompt_tokens", 1.0, None),

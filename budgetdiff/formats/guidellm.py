@@ -50,7 +50,7 @@ from budgetdiff.formats._checks import (
     unique_names,
 )
 from budgetdiff.stats import needed_for_interval
-from budgetdiff.table import Run
+from budgetdiff.table import Ids, Run
 
 NAME = "guidellm"
 HINT = "a GuideLLM `benchmarks.json` file"
@@ -275,7 +275,7 @@ def _per_request(
         ttft=ttft,
         total=total,
         ok=ok,
-        request_id=np.array(ids, dtype=np.str_) if any(ids) else None,
+        request_id=Ids(np.array(ids, dtype=np.str_)) if any(ids) else None,
         input_tokens=None if np.isnan(isl).all() else isl,
         output_tokens=None if np.isnan(osl).all() else osl,
         start_time=None if np.isnan(start).all() else start,

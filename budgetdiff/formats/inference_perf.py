@@ -29,7 +29,7 @@ from budgetdiff.errors import ReadError
 from budgetdiff.formats import ReadOptions
 from budgetdiff.formats._checks import Ctx, finite, load_document, numbers
 from budgetdiff.numbers import given, ms
-from budgetdiff.table import BoolArray, FloatArray, Itl, Run
+from budgetdiff.table import BoolArray, FloatArray, Ids, Itl, Run
 
 NAME = "inference-perf"
 HINT = (
@@ -243,7 +243,7 @@ def _run(cols: _Columns, source: str) -> Run:
         ttft=ttft if slices else None,
         total=total,
         ok=None if ok.all() else ok,
-        request_id=np.array(cols.ids, dtype=str),
+        request_id=Ids(np.array(cols.ids, dtype=str)),
         input_tokens=cols.inp,
         output_tokens=out,
         itl=itl if lengths.sum() else None,

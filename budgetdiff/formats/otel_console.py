@@ -25,7 +25,7 @@ import numpy as np
 
 from budgetdiff.formats import ReadOptions
 from budgetdiff.formats._checks import Ctx, finite, iter_json_values, number, obj
-from budgetdiff.table import Run
+from budgetdiff.table import Ids, Run
 
 NAME = "otel-console"
 HINT = "the console output of OpenTelemetry's ConsoleSpanExporter"
@@ -101,7 +101,7 @@ def _run(rows: list[dict[str, Any]], source: str, tool: str, client: bool) -> Ru
         ttft=ttft if measured else None,
         total=total,
         ok=~failed,
-        request_id=np.array([r["id"] for r in rows], dtype=object),
+        request_id=Ids(np.array([r["id"] for r in rows], dtype=object)),
         input_tokens=np.array([r["input"] for r in rows]),
         output_tokens=np.array([r["output"] for r in rows]),
         start_time=start - np.nanmin(start) if np.isfinite(start).any() else None,

