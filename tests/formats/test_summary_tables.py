@@ -269,3 +269,5 @@ def test_a_large_columns_labels_are_the_ones_is_statistic_reads_cell_by_cell() -
     expected = np.array([is_statistic(c) for c in cells])
     assert expected.sum() > 500  # the labels are there to find
     assert np.array_equal(_labelled(arr), expected)
+    chunked = pa.chunked_array([arr.slice(0, 9_999), arr.slice(9_999)])  # as Parquet reads it
+    assert np.array_equal(_labelled(chunked), expected)

@@ -175,13 +175,20 @@ def _typed_units(mapping: Mapping, table: Table) -> Mapping:
     uses = []
     tpot = mapping.one(METRIC, "tpot") is not None
     for use in mapping.uses:
-        kind = decoded(table.get(use.column)).type if use.role in LATENCY_ROLES else None
+        kind = _value_type(table, use.column) if use.role in LATENCY_ROLES else None
         if kind is not None and pa.types.is_duration(kind):
             use = replace(use, unit=kind.unit, unit_from=FROM_TYPE)
         if kind is not None and use.role == METRIC and use.target == "itl":
             use = _itl_per_request(use, kind, tpot)
         uses.append(use)
     return Mapping(tuple(uses))
+
+
+def _value_type(table: Table, column: str) -> pa.DataType:
+    """The column's type (a dictionary's values'), without combining its chunks (`decoded`
+    copies a column of ten million values to say it)."""
+    kind = table.get(column).type
+    return kind.value_type if pa.types.is_dictionary(kind) else kind
 
 
 ITL_PER_REQUEST = "one number per request, its per-request mean gap (a TPOT), not its gaps"

@@ -124,7 +124,9 @@ def summary_rows(
     n = table.n
     mask = np.zeros(n, dtype=bool)
     for use in labels:
-        arr = decoded(table.get(use.column))
+        arr = table.get(use.column)  # its chunks as they are: the regex reads them in place
+        if pa.types.is_dictionary(arr.type):
+            arr = decoded(arr)
         if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
             continue
         mask = _labelled(arr)
@@ -158,7 +160,7 @@ _STATISTIC_RE2 = (
 )
 
 
-def _labelled(arr: pa.Array) -> BoolArray:
+def _labelled(arr: pa.Array | pa.ChunkedArray) -> BoolArray:
     """Which cells of a text column are a statistic's label (mean, p95, 95%, max, ...):
     `is_statistic` of each, read only of the cells a pattern over the whole column lets by."""
     if len(arr) < _KERNELS_FROM_ROWS:  # a loop: no pyarrow.compute import (start-up)
@@ -174,7 +176,7 @@ def _labelled(arr: pa.Array) -> BoolArray:
     return mask
 
 
-def _every_row_a_statistic(arr: pa.Array) -> str | None:
+def _every_row_a_statistic(arr: pa.Array | pa.ChunkedArray) -> str | None:
     """The labels (`10%, 25%, ..., max`) of a column whose every cell is a statistic's, when
     they make a summary: a few rows, or four different statistics or more (a class column's
     `max` / `min` tiers repeat); else None."""
