@@ -20,6 +20,7 @@ from bench import power_oracle as oracle
 from budgetdiff import api
 from budgetdiff.cli import main
 from budgetdiff.stats import compare_percentile
+from tests.support import paths
 from tests.support import simulation as sim
 
 
@@ -158,7 +159,7 @@ def test_no_interval_says_a_latency_fell_by_more_than_all_of_it() -> None:
 def test_genai_bench_ttft_interval_is_not_below_minus_100_percent(tmp_path: Path) -> None:
     """genai-bench's own base and head files (tests/data/genai-bench): TTFT's interval was
     [-118%, +151%]. Every row's ms interval starts at or above -base_ms."""
-    data = Path(__file__).parent.parent / "data" / "genai-bench"
+    data = paths.SAMPLES / "genai-bench"
     budget = tmp_path / "budget.yml"
     budget.write_text("regression:\n  metrics: [ttft]\n", encoding="utf-8")
     argv = ["compare", "--budget", str(budget), "--output", "json"]
