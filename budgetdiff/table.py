@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 import numpy as np
 
@@ -339,9 +339,22 @@ def pooled_order_statistics(
             groups[-1].append(k)
         else:
             groups.append([k])
+    brackets = [_bracket(g, sample, n) for g in groups]
+    if any(low is None and high is None for low, high in brackets):  # a bracket spans it all
+        return _select_all(parts, ks)
+    below, inside = _inside(parts, brackets)
     out: dict[int, float] = {}
-    for group in groups:
-        out.update(_bracketed(parts, group, sample, n))
+    for group, (low, high), under in zip(groups, brackets, below, strict=True):
+        mine = inside
+        if low is not None:
+            mine = mine[mine >= low]
+        if high is not None:
+            mine = mine[mine <= high]
+        lo, hi = group[0], group[-1]
+        if not (under <= lo and hi < under + mine.size):  # the sample missed: select them all
+            return _select_all(parts, ks)
+        part = select(mine, [k - under for k in group], in_place=True)
+        out.update({k: float(part[k - under]) for k in group})
     return out
 
 
@@ -351,38 +364,47 @@ def _has_nan(x: FloatArray) -> bool:
         return math.isnan(float(x.sum()))
 
 
-def _bracketed(
-    parts: Sequence[FloatArray], ks: list[int], sample: FloatArray, n: int
-) -> dict[int, float]:
-    """The ranks `ks` (sorted, close together) of the pooled `parts` from the values between
-    two of `sample`'s (sorted) around them; by a selection of all of them when they miss."""
+Bracket: TypeAlias = tuple[float | None, float | None]
+
+
+def _bracket(ks: list[int], sample: FloatArray, n: int) -> Bracket:
+    """Two values of `sample` (sorted, of the `n` values) that hold the ranks `ks` (sorted,
+    close together) between them, with a margin (None: no bound on that side)."""
     lo, hi = ks[0], ks[-1]
     m = sample.size
     q = lo / n
     margin = _MARGIN_SD * math.sqrt(m * max(q * (1.0 - q), 1.0 / m)) + 2.0
     low_at, high_at = math.floor(lo / n * m - margin), math.ceil(hi / n * m + margin)
-    low = sample[low_at] if low_at > 0 else None
-    high = sample[high_at] if high_at < m - 1 else None
-    below = 0
+    low = float(sample[low_at]) if low_at > 0 else None
+    high = float(sample[high_at]) if high_at < m - 1 else None
+    return low, high
+
+
+def _inside(parts: Sequence[FloatArray], brackets: list[Bracket]) -> tuple[list[int], FloatArray]:
+    """How many values lie below each bracket, and the values inside any of them: one
+    compress of each part for all the brackets (a compress of ten million values costs as
+    much as four comparisons)."""
+    below = [0] * len(brackets)
     kept = []
     for x in parts:
-        if low is not None:
-            keep = x >= low
-            below += x.size - int(np.count_nonzero(keep))
-            if high is not None:
-                keep &= x <= high
-        elif high is not None:
-            keep = x <= high
-        else:  # the ranks span the sample: every value
-            kept.append(x.copy())
-            continue
+        keep: BoolArray | None = None
+        for i, (low, high) in enumerate(brackets):
+            if low is None:
+                assert high is not None  # (a bracket with neither bound was never made)
+                mine = x <= high
+            else:
+                mine = x >= low
+                below[i] += x.size - int(np.count_nonzero(mine))
+                if high is not None:
+                    mine &= x <= high
+            keep = mine if keep is None else np.logical_or(keep, mine, out=keep)
         kept.append(x[keep])
-    inside = kept[0] if len(kept) == 1 else np.concatenate(kept)
-    if not (below <= lo and hi < below + inside.size):  # the sample missed: select them all
-        part = select(np.concatenate(parts), ks, in_place=True)
-        return {k: float(part[k]) for k in ks}
-    part = select(inside, [k - below for k in ks], in_place=True)
-    return {k: float(part[k - below]) for k in ks}
+    return below, kept[0] if len(kept) == 1 else np.concatenate(kept)
+
+
+def _select_all(parts: Sequence[FloatArray], ks: list[int]) -> dict[int, float]:
+    part = select(np.concatenate(parts), ks, in_place=True)
+    return {k: float(part[k]) for k in ks}
 
 
 def _least(a: FloatArray) -> int:
