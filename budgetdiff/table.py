@@ -7,6 +7,7 @@ Every reader (`budgetdiff.formats.*`) returns `Run` objects; everything downstre
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -433,11 +434,22 @@ class Ids:
     ids repeat is kept once counted: pairing, prepare and the rows all ask it of the same ids.
     """
 
-    __slots__ = ("_repeats", "values")
+    __slots__ = ("_counting", "_repeats", "values")
 
     def __init__(self, values: Any) -> None:
         self.values: Any = values.values if isinstance(values, Ids) else values
         self._repeats: int | None = None
+        self._counting: _Distinct | None = None
+        if isinstance(values, Ids):  # the same ids: what was counted of them holds
+            self._repeats, self._counting = values._repeats, values._counting
+
+    def count_early(self) -> None:
+        """Start counting how many ids repeat, on another thread, so that pairing finds it
+        done (pyarrow's `unique` lets go of the interpreter): the reader calls it as soon as
+        it has many ids, and reads on while another core counts (issue 36)."""
+        waiting = self._repeats is None and self._counting is None
+        if self.arrow and waiting and len(self) >= HASH_IDS_FROM:
+            self._counting = _Distinct(self.values)
 
     @property
     def arrow(self) -> bool:
@@ -521,6 +533,8 @@ def repeated_ids(ids: Ids) -> int:
     pyarrow's `unique` for many (ten million random ids in 2.4-3.4 s, where the dictionary
     encoding, which also numbers them, took 4.0-4.7 s), a set for a few (no pyarrow.compute
     import at start-up)."""
+    if ids._repeats is None and ids._counting is not None:
+        ids._repeats = len(ids) - ids._counting.result()
     if ids._repeats is None:
         if len(ids) < HASH_IDS_FROM and not ids.arrow:
             distinct = len({str(x) for x in ids.tolist()})
@@ -532,13 +546,68 @@ def repeated_ids(ids: Ids) -> int:
     return ids._repeats
 
 
+def _progress(ids: Ids) -> int:
+    """How far the count of repeats is: 0 known, 1 done, 2 under way, 3 waiting, 4 not asked."""
+    c = ids._counting
+    if ids._repeats is not None:
+        return 0
+    if c is None:
+        return 4
+    return 1 if c._done.is_set() else 2 if c._started.is_set() else 3
+
+
+class _Distinct:
+    """How many distinct ids an Arrow array holds, counted on a thread of its own. One count
+    runs at a time (two would only share the cores the reader uses); a count not started yet
+    can be called off. The thread is a daemon: an error that ends the run does not wait."""
+
+    _one_at_a_time = threading.Lock()
+
+    def __init__(self, values: Any) -> None:
+        self._values: Any = values
+        self._count: int | None = None
+        self._error: BaseException | None = None
+        self._called_off = False
+        self._started = threading.Event()
+        self._done = threading.Event()
+        threading.Thread(target=self._run, name="budgetdiff-ids", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            with self._one_at_a_time:
+                self._started.set()
+                if not self._called_off:
+                    import pyarrow.compute as pc
+
+                    self._count = len(pc.unique(self._values))
+        except BaseException as e:  # raised where the count is asked for
+            self._error = e
+        finally:
+            self._values = None
+            self._done.set()
+
+    def cancel(self) -> None:
+        self._called_off = True
+
+    def result(self) -> int:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        if self._count is None:  # called off before it began
+            raise RuntimeError("the count of distinct ids was called off")
+        return self._count
+
+
 def common_ids(a: Ids, b: Ids) -> tuple[np.ndarray, np.ndarray]:
     """(ia, ib): the positions in `a` and in `b` of the ids both hold, a[ia] == b[ib], in a's
     order, each id at its first place on each side: np.intersect1d's pairs (which come in the
     ids' sorted order), found by one hash of both sides instead of a sort. Counts how many ids
     repeat on each side (`repeated_ids` then answers at once)."""
-    if a.same(b):  # the same requests in the same order
-        b._repeats = repeated_ids(a)
+    if a.same(b):  # the same requests in the same order: one side's count is both sides'
+        counted, other = (b, a) if _progress(b) < _progress(a) else (a, b)
+        if other._counting is not None:
+            other._counting.cancel()
+        other._repeats = repeated_ids(counted)
         first = _first_places(a)
         return first, first
     ca, cb = _codes([a, b])

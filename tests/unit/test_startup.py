@@ -52,6 +52,26 @@ def test_repeated_ids_counts_what_np_unique_drops(arrow: bool) -> None:
         assert repeated_ids(ids) == len(values) - len(np.unique(values))
 
 
+@pytest.mark.parametrize("early", ["none", "one", "both"])
+def test_ids_counted_early_count_what_np_unique_drops(early: str) -> None:
+    """Counted on another thread (`count_early`, as the reader asks): the same counts, on
+    each side alone and, when both sides hold the same ids, whichever side was counted."""
+    rng = np.random.default_rng(8)
+    for values in (
+        rng.permutation(40_000).astype(str),
+        rng.integers(0, 30_000, 40_000).astype(str),
+    ):
+        want = len(values) - len(np.unique(values))
+        a, b = (Ids(pa.array(values.tolist(), type=pa.string())) for _ in range(2))
+        for ids in {"none": [], "one": [b], "both": [a, b]}[early]:
+            ids.count_early()
+        common_ids(a, b)  # the same ids in the same order
+        assert (repeated_ids(a), repeated_ids(b)) == (want, want)
+        alone = Ids(pa.array(values.tolist(), type=pa.string()))
+        alone.count_early()
+        assert repeated_ids(Ids(alone)) == want  # a wrapper of the same ids keeps the count
+
+
 @pytest.mark.parametrize("arrow", [False, True])
 def test_common_ids_are_np_intersect1d_pairs_in_the_first_sides_order(arrow: bool) -> None:
     rng = np.random.default_rng(7)
