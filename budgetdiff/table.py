@@ -716,32 +716,40 @@ def _check_per_request(run: Run) -> None:
     """The per-request columns: latencies and gaps of succeeded requests, token counts, starts."""
     ok = run.succeeded
     for name, values in [*run.slices.items(), ("ttft", run.ttft), ("total", run.total)]:
-        if values is not None and len(values):
+        if values is not None and len(values) and not _within(values, -MAX_MS, MAX_MS):
             bad = ok & np.isfinite(values) & (np.abs(values) > MAX_MS)
             if bad.any():
                 row = int(np.flatnonzero(bad)[0])
                 raise _refused(run, name, row, float(values[row]), _LATENCY)
     _check_gaps(run, ok)
     for name, values in (("input_tokens", run.input_tokens), ("output_tokens", run.output_tokens)):
-        if values is not None and len(values):
+        if values is not None and len(values) and not _within(values, 0, MAX_COUNT):
             with np.errstate(invalid="ignore"):
                 bad = ok & (np.isinf(values) | (values < 0) | (values > MAX_COUNT))
             if bad.any():
                 row = int(np.flatnonzero(bad)[0])
                 what = "not a token count (0 to 10^12, or empty)"
                 raise _refused(run, name, row, float(values[row]), what)
-    if run.start_time is not None and len(run.start_time):
-        bad = np.isfinite(run.start_time) & (np.abs(run.start_time) > MAX_SECONDS)
+    start, end = run.start_time, run.end_time
+    if start is not None and len(start) and not _within(start, -MAX_SECONDS, MAX_SECONDS):
+        bad = np.isfinite(start) & (np.abs(start) > MAX_SECONDS)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            value = float(run.start_time[row])
+            value = float(start[row])
             raise _refused(run, "start_time", row, value, "not a time in seconds")
-    if run.end_time is not None and len(run.end_time):
-        bad = np.isfinite(run.end_time) & (np.abs(run.end_time) > MAX_SECONDS)
+    if end is not None and len(end) and not _within(end, -MAX_SECONDS, MAX_SECONDS):
+        bad = np.isfinite(end) & (np.abs(end) > MAX_SECONDS)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            value = float(run.end_time[row])
+            value = float(end[row])
             raise _refused(run, "end_time", row, value, "not a time in seconds")
+
+
+def _within(values: FloatArray, low: float, high: float) -> bool:
+    """Every number in `values` (NaN aside) in [low, high]: two reductions, no temporary; the
+    row-by-row search runs only when one is not (issue 36: 0.4 s a side at ten million)."""
+    least, most = float(np.fmin.reduce(values)), float(np.fmax.reduce(values))
+    return low <= least and most <= high  # all NaN: False, and the search finds nothing
 
 
 def _check_gaps(run: Run, ok: BoolArray) -> None:

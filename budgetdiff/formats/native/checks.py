@@ -244,8 +244,21 @@ _UNIT_NAME = {"ms": "milliseconds", "s": "seconds", "us": "microseconds", "ns": 
 
 
 def _median(values: FloatArray, ok: BoolArray) -> float | None:
-    kept = values[ok & np.isfinite(values)]
+    kept = values if _every(ok) and _finite(values) else values[ok & np.isfinite(values)]
     return float(median(kept)) if len(kept) else None
+
+
+def _every(ok: BoolArray) -> bool:
+    return bool(ok.all())
+
+
+def _finite(values: FloatArray) -> bool:
+    """Every value finite, known from their sum (a NaN or an infinity makes it one; a sum
+    that overflows only sends the caller to its exact test): no temporary, one pass. A table
+    whose rows all succeeded with finite values, the usual one, is then read without copies
+    of its columns (issue 36)."""
+    with np.errstate(all="ignore"):
+        return math.isfinite(float(values.sum()))
 
 
 def _fits(median_ms: float, use: ColumnUse, low: float, high: float) -> str:
@@ -430,18 +443,26 @@ def _per_token(
 ) -> None:
     """A TPOT under 0.1 ms (seconds read as ms) or over 10 s (ms read as seconds)."""
     use, values = column
-    sel = ok & np.isfinite(values) & np.isfinite(tokens) & (tokens > 1)
-    if sel.sum() < 3 or use.column in doubted:
-        return
     first = ttft[1] if ttft is not None and use.target == "total" else 0.0
-    per_token = float(median((values - first)[sel] / (tokens[sel] - 1)))
+    every = len(tokens) and _every(ok) and _finite(values) and _finite(tokens)
+    if every and float(tokens.min()) > 1:  # every row counts: no copies (see `_finite`)
+        if len(tokens) < 3 or use.column in doubted:
+            return
+        kept_values, kept_tokens, before = values, tokens, first
+    else:
+        sel = ok & np.isfinite(values) & np.isfinite(tokens) & (tokens > 1)
+        if sel.sum() < 3 or use.column in doubted:
+            return
+        kept_values, kept_tokens = values[sel], tokens[sel]
+        before = first[sel] if isinstance(first, np.ndarray) else first
+    per_token = float(median((kept_values - before) / (kept_tokens - 1)))
     # the column's own median and the answers' only when a doubt is raised (it names them)
-    if per_token < _PER_TOKEN[0] and (answer := float(median(tokens[sel]))) >= 50:
+    if per_token < _PER_TOKEN[0] and (answer := float(median(kept_tokens))) >= 50:
         words = f" for {int(answer)} tokens ({numbers.ms(per_token)} a token)"
-        add(use, median(values[sel]), words, "looks like seconds", True)
+        add(use, median(kept_values), words, "looks like seconds", True)
     elif per_token > _PER_TOKEN[1]:
         words = f" ({numbers.ms(per_token)} a token)"
-        add(use, median(values[sel]), words, "looks like milliseconds", False)
+        add(use, median(kept_values), words, "looks like milliseconds", False)
 
 
 def impossible_rows(
