@@ -399,7 +399,8 @@ def _inside(parts: Sequence[FloatArray], brackets: list[Bracket]) -> tuple[list[
                 if high is not None:
                     mine &= x <= high
             keep = mine if keep is None else np.logical_or(keep, mine, out=keep)
-        kept.append(x[keep])
+        assert keep is not None  # (one bracket at least: `ranks` is not empty)
+        kept.append(np.compress(keep, x))  # half the time of x[keep] (numpy 2.4)
     return below, kept[0] if len(kept) == 1 else np.concatenate(kept)
 
 

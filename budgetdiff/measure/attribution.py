@@ -93,7 +93,7 @@ def quantile_contributions(
     q = stats.percentile(tot, p)
     lo_rank, hi_rank = band_ranks(n, p, band)
     ordered = order_statistics(tot, [lo_rank, hi_rank])
-    at = (tot >= ordered[lo_rank]) & (tot <= ordered[hi_rank])
+    at = np.flatnonzero((tot >= ordered[lo_rank]) & (tot <= ordered[hi_rank]))  # taken once
     return band_contributions({name: x[at] for name, x in arrays.items()}, tot[at], q)
 
 

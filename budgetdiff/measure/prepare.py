@@ -585,5 +585,5 @@ def slice_sum(slices: dict[str, FloatArray], n: int | None = None) -> FloatArray
     out = np.zeros(n)
     with np.errstate(over="ignore"):  # an overflow is caught as a non-finite value below
         for values in slices.values():  # fixed slice order: the same sum everywhere
-            out = out + values
+            out += values  # in place: no new array of every request per slice
     return out

@@ -328,7 +328,7 @@ def _tied(x: FloatArray, low: float, high: float, ranks: int) -> tuple[bool, flo
     ranks in the band. There the slope of the band says nothing about how far the percentile
     can jump (a whole step), and the interval method would flag noise. Also the step: the
     smallest gap between distinct values in the band, or next to it when the band is one value."""
-    band = np.sort(x[(x >= low) & (x <= high)])
+    band = np.sort(np.compress((x >= low) & (x <= high), x))  # x[mask] takes twice as long
     # distinct values counted from the sorted band (np.unique would import numpy.ma: 7 ms)
     steps = np.diff(band)
     distinct = int(np.count_nonzero(steps)) + min(len(band), 1)
