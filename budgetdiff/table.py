@@ -454,8 +454,8 @@ class Ids:
 
     def count_early(self) -> None:
         """Start counting how many ids repeat, on another thread, so that pairing finds it
-        done (pyarrow's `unique` lets go of the interpreter): the reader calls it as soon as
-        it has many ids, and reads on while another core counts (issue 36)."""
+        done (pyarrow's `unique` lets go of the interpreter): a comparison asks it of head's
+        ids, and reads the base while another core counts (issue 36)."""
         waiting = self._repeats is None and self._counting is None
         if self.arrow and waiting and len(self) >= HASH_IDS_FROM:
             self._counting = _Distinct(self.values)

@@ -142,6 +142,10 @@ def run(request: Request) -> Evaluation:
     reading = Reading(budget, request.environ, request.fmt, request.scenarios)
     base_source, no_base = _base_source(request)  # a compare without a base stops here
     head = reading.side(request.head)
+    if base_source is not None:  # pairing asks whether head's ids repeat: counted meanwhile
+        for run in head.runs:
+            if run.request_id is not None:
+                run.request_id.count_early()
     base = reading.side(base_source) if base_source is not None else None
     same = None
     if base is not None and base.sizes == head.sizes and _same_bytes(base_source, request):

@@ -301,11 +301,8 @@ def _labels(
 ) -> tuple[Ids | None, np.ndarray | None, np.ndarray | None]:
     """The request ids, the prompt hashes and each row's run, where the table has them."""
     ids, prompts, runs = (mapping.one(ID, t) for t in ("request_id", "prompt_hash", "run"))
-    request = Ids(request_ids(table, ids.column, source)) if ids else None
-    if request is not None:
-        request.count_early()  # pairing asks whether any repeats: counted while the rest is read
     return (
-        request,
+        Ids(request_ids(table, ids.column, source)) if ids else None,
         request_ids(table, prompts.column, source).to_numpy(zero_copy_only=False)
         if prompts
         else None,
