@@ -45,11 +45,30 @@ def _id_arrays() -> list[np.ndarray]:
     ]
 
 
-@pytest.mark.parametrize("arrow", [False, True])
-def test_repeated_ids_counts_what_np_unique_drops(arrow: bool) -> None:
+def _ids(values: np.ndarray, form: str) -> Ids:
+    """`values` as a reader hands them over: numpy, one Arrow array, or Parquet's chunks."""
+    if form == "numpy":
+        return Ids(values)
+    arr = pa.array(values.tolist(), type=pa.string())
+    if form == "arrow":
+        return Ids(arr)
+    cut = len(arr) // 3
+    return Ids(pa.chunked_array([arr[:cut], arr[cut : 2 * cut], arr[2 * cut :]], pa.string()))
+
+
+FORMS = ["numpy", "arrow", "chunked"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_repeated_ids_counts_what_np_unique_drops(form: str) -> None:
     for values in _id_arrays():
-        ids = Ids(pa.array(values.tolist(), type=pa.string()) if arrow else values)
+        ids = _ids(values, form)
         assert repeated_ids(ids) == len(values) - len(np.unique(values))
+        assert ids.tolist() == values.tolist() and len(ids) == len(values)
+        if len(values):
+            mask = np.arange(len(values)) % 2 == 0
+            assert ids[mask].tolist() == values[mask].tolist()
+            assert ids[np.array([len(values) - 1, 0])].tolist() == [values[-1], values[0]]
 
 
 @pytest.mark.parametrize("early", ["none", "one", "both"])
@@ -72,8 +91,20 @@ def test_ids_counted_early_count_what_np_unique_drops(early: str) -> None:
         assert repeated_ids(Ids(alone)) == want  # a wrapper of the same ids keeps the count
 
 
-@pytest.mark.parametrize("arrow", [False, True])
-def test_common_ids_are_np_intersect1d_pairs_in_the_first_sides_order(arrow: bool) -> None:
+def test_the_same_ids_in_other_chunks_or_forms_are_the_same() -> None:
+    values = np.random.default_rng(9).permutation(25_000).astype(str)
+    forms = [_ids(values, f) for f in FORMS]
+    for a in forms:
+        for b in forms:
+            assert a.same(b)
+            ia, ib = common_ids(a, b)
+            assert ia.tolist() == ib.tolist() == list(range(len(values)))
+    assert Ids.concat([forms[1], forms[2]]).tolist() == [*values.tolist(), *values.tolist()]
+    assert not forms[2].same(_ids(values[::-1].copy(), "chunked"))
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_common_ids_are_np_intersect1d_pairs_in_the_first_sides_order(form: str) -> None:
     rng = np.random.default_rng(7)
     for n in (5, 300, 30_000):
         a = rng.integers(0, 2 * n, n).astype(str)
@@ -81,10 +112,7 @@ def test_common_ids_are_np_intersect1d_pairs_in_the_first_sides_order(arrow: boo
         _, ia, ib = np.intersect1d(a, b, return_indices=True)  # first places, sorted by id
         order = np.argsort(ia, kind="stable")
 
-        def wrap(x: np.ndarray) -> Ids:
-            return Ids(pa.array(x.tolist(), type=pa.string()) if arrow else x)
-
-        got_a, got_b = common_ids(wrap(a), wrap(b))
+        got_a, got_b = common_ids(_ids(a, form), _ids(b, form))
         assert got_a.tolist() == ia[order].tolist()
         assert got_b.tolist() == ib[order].tolist()
         assert (a[got_a] == b[got_b]).all()
