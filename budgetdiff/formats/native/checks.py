@@ -455,7 +455,9 @@ def _per_token(
             return
         kept_values, kept_tokens = values[sel], tokens[sel]
         before = first[sel] if isinstance(first, np.ndarray) else first
-    per_token = float(median((kept_values - before) / (kept_tokens - 1)))
+    per = np.subtract(kept_values, before)  # (values - before) / (tokens - 1), into one array
+    np.divide(per, np.subtract(kept_tokens, 1.0), out=per)
+    per_token = float(median(per))
     # the column's own median and the answers' only when a doubt is raised (it names them)
     if per_token < _PER_TOKEN[0] and (answer := float(median(kept_tokens))) >= 50:
         words = f" for {int(answer)} tokens ({numbers.ms(per_token)} a token)"
