@@ -543,7 +543,8 @@ def repeated_ids(ids: Ids) -> int:
     encoding, which also numbers them, took 4.0-4.7 s), a set for a few (no pyarrow.compute
     import at start-up)."""
     if ids._repeats is None and ids._counting is not None:
-        ids._repeats = len(ids) - ids._counting.result()
+        distinct = ids._counting.result()  # None: called off, counted here instead
+        ids._repeats = None if distinct is None else len(ids) - distinct
     if ids._repeats is None:
         if len(ids) < HASH_IDS_FROM and not ids.arrow:
             distinct = len({str(x) for x in ids.tolist()})
@@ -598,12 +599,11 @@ class _Distinct:
     def cancel(self) -> None:
         self._called_off = True
 
-    def result(self) -> int:
+    def result(self) -> int | None:
+        """The count, once done; None when it was called off before it began."""
         self._done.wait()
         if self._error is not None:
             raise self._error
-        if self._count is None:  # called off before it began
-            raise RuntimeError("the count of distinct ids was called off")
         return self._count
 
 

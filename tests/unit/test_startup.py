@@ -89,6 +89,11 @@ def test_ids_counted_early_count_what_np_unique_drops(early: str) -> None:
         alone = Ids(pa.array(values.tolist(), type=pa.string()))
         alone.count_early()
         assert repeated_ids(Ids(alone)) == want  # a wrapper of the same ids keeps the count
+        wrapped, called_off = Ids(a), Ids(pa.array(values.tolist(), type=pa.string()))
+        called_off.count_early()
+        assert called_off._counting is not None
+        called_off._counting.cancel()  # whether or not it began: the count is still right
+        assert repeated_ids(called_off) == repeated_ids(wrapped) == want
 
 
 def test_the_same_ids_in_other_chunks_or_forms_are_the_same() -> None:
