@@ -26,7 +26,6 @@ from budgetdiff.stats import Change
 from budgetdiff.stats import autocorrelation as ac
 from budgetdiff.stats import change as ch
 from budgetdiff.stats.distributions import t_quantile, t_two_sided_p
-from budgetdiff.stats.joint import RowTest
 from budgetdiff.stats.quantiles import lerp, linear_ranks, needed_for_interval
 
 
@@ -220,11 +219,11 @@ def compare(
         test = _tied_test(sb, sh, base, head, p, confidence, rho)
     else:
         test = _test(sb, sh, head, p, confidence, rho)
-    delta, ci, p_value, spread, note, tests = test
+    delta, ci, p_value, spread, note = test
     ci = ch.no_lower_than_all(ci, sb.side.value, min(sb.scan.lowest, sh.scan.lowest))
     mde = ch._mde_pct(sb.side.value, spread, 1.0 - confidence, family_size, min_change, min_ms)
     c = _change(sb, sh, delta=delta, ci=ci, p_value=p_value, mde=mde, note=note)
-    c = replace(c, others=others, tests=tests, paired=pairs is not None)
+    c = replace(c, others=others, paired=pairs is not None)
     return c, head_interval(sh, confidence)
 
 
@@ -254,8 +253,8 @@ def _change(
     )
 
 
-# a test's delta, interval, p-value, spread, note and row tests (`stats.change._Test`)
-_Tested = tuple[float, tuple[float, float], float, ch._Spread, str | None, tuple[RowTest, ...]]
+# a test's delta, interval, p-value, spread and note (`stats.change._Test`)
+_Tested = tuple[float, tuple[float, float], float, ch._Spread, str | None]
 
 
 def _test(
@@ -282,14 +281,13 @@ def _test(
             p_value,
             lower,
             "tied values around the percentile: interval of zero width",
-            (),
         )
     own = t_two_sided_p(center / toward_zero.se, toward_zero.df)
-    tail = _tail_test(sb, sh, head, p, delta=center, df=toward_zero.df)
     p_value = own
-    if b.inflation > 1.0 or h.inflation > 1.0:
-        p_value = min(1.0, 2.0 * min(own, tail.p_value))
-    return delta, ci, p_value, lower, note, (RowTest(b.value, h.value, b.se, h.se, own), tail)
+    if b.inflation > 1.0 or h.inflation > 1.0:  # counted only where it decides
+        tail = _tail_p(sb, sh, head, p, delta=center, df=toward_zero.df)
+        p_value = min(1.0, 2.0 * min(own, tail))
+    return delta, ci, p_value, lower, note
 
 
 def _tied_test(
@@ -307,7 +305,7 @@ def _tied_test(
     delta = h.value - b.value
     band = ch._spread(b.se, h.se, b, h, rho)
     tc = t_quantile((1.0 + confidence) / 2.0, band.df)
-    z, q = _exceedance_z(sb, sh, base, head, p)
+    z, _ = _exceedance_z(sb, sh, base, head, p)
     agree = z * delta > 0.0
     p_value = t_two_sided_p(z, band.df) if agree else 1.0
     if agree:
@@ -316,17 +314,9 @@ def _tied_test(
     else:
         half = max(tc * band.se, abs(delta), b.tick, h.tick)
         se = half / tc
-    weights = math.sqrt(b.inflation / base.n), math.sqrt(h.inflation / head.n)
     note = "values repeat around the percentile (quantised): tested by exceedance"
     spread = ch._Spread(se, band.df, h.se)
-    return (
-        delta,
-        (delta - half, delta + half),
-        p_value,
-        spread,
-        note,
-        (RowTest(q, q, *weights, p_value),),
-    )
+    return delta, (delta - half, delta + half), p_value, spread, note
 
 
 def _exceedance_z(
@@ -371,10 +361,10 @@ def _pooled(sb: EngineSide, sh: EngineSide, base: Column, head: Column, p: float
     return lerp(part[lo], part[hi], t)
 
 
-def _tail_test(
+def _tail_p(
     sb: EngineSide, sh: EngineSide, head: Column, p: float, *, delta: float, df: float
-) -> RowTest:
-    """`stats.change._tail_test`: head's values above base's percentile (1/2 at it), counted."""
+) -> float:
+    """`stats.change._tail_p`: head's values above base's percentile (1/2 at it), counted."""
     b, h = sb.side, sh.side
     q = p / 100.0
     nh, nb = head.n, sb.n
@@ -382,9 +372,7 @@ def _tail_test(
     above = gt + 0.5 * eq
     var = (h.inflation / nh + b.inflation / nb) / 4.0
     z = (math.asin(math.sqrt(above / nh)) - math.asin(math.sqrt(1.0 - q))) / math.sqrt(var)
-    p_tail = t_two_sided_p(z, df) if z * delta > 0.0 else 1.0
-    weights = math.sqrt(b.inflation / nb), math.sqrt(h.inflation / nh)
-    return RowTest(b.value, b.value, weights[0], weights[1], p_tail)
+    return t_two_sided_p(z, df) if z * delta > 0.0 else 1.0
 
 
 def _autocorr_note(sb: EngineSide, sh: EngineSide) -> str | None:

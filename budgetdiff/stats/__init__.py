@@ -5,7 +5,6 @@ attainment. No file, stream or network. Method and simulations: docs/statistics.
 - `change`: the change of a percentile between base and head, its interval, p-value and MDE;
 - `decide`: the verdict of each change, over its family (the permutation step-down, or Holm);
 - `permutation`: the Westfall-Young step-down over a family's rows, permuting whole requests;
-- `joint`: a row's tests as the change computed them (`RowTest`);
 - `attainment`: the share of requests that met the SLO, with its exact interval;
 - `autocorrelation`: how much correlation in arrival order inflates a share's variance;
 - `distributions`: the normal (standard library), t and beta (scipy) the others read.

@@ -31,7 +31,6 @@ from budgetdiff.stats.distributions import (
     t_two_sided_p,
     welch_df,
 )
-from budgetdiff.stats.joint import RowTest
 from budgetdiff.stats.quantiles import (
     lerp,
     linear_ranks,
@@ -81,9 +80,8 @@ class Change:
     note: str | None  # caveat as data
     # (base, head) at each of `also` percentiles, from the same selection
     others: tuple[tuple[float, float], ...] = ()
-    # the row's tests (its interval's, and the quantile test's), and whether each side is
-    # autocorrelated in arrival order (then its requests are not permuted: `decide.family_test`)
-    tests: tuple[RowTest, ...] = ()
+    # whether each side is autocorrelated in arrival order (then its requests are not
+    # permuted: `decide.family_test`)
     autocorrelated: tuple[bool, bool] = (False, False)
     # head's own interval of its percentile (`interval`), from the same side: None when the
     # comparison did not compute one (too few requests on a side). Not part of the change
@@ -500,7 +498,6 @@ def compare_percentile(
         paired=paired,
         note=test.note,
         others=tuple(zip(sb.others, sh.others, strict=True)),
-        tests=test.tests,
         autocorrelated=(sb.inflation > 1.0, sh.inflation > 1.0),
         head_interval=_own_interval(head_alone, confidence),
     )
@@ -598,7 +595,6 @@ class _Test:
     ci: tuple[float, float]
     p_value: float
     note: str | None
-    tests: tuple[RowTest, ...] = ()
 
 
 def _test(
@@ -635,15 +631,14 @@ def _test(
         note = "tied values around the percentile: interval of zero width"
         return _Test(delta=delta, spread=lower, ci=ci, p_value=p_value, note=note)
     own = t_two_sided_p(center / toward_zero.se, toward_zero.df)
-    tail = _tail_test(sb, sh, head, p, delta=center, df=toward_zero.df)
     p_value = own
     if sb.inflation > 1.0 or sh.inflation > 1.0:
         # A burst of slow requests can make a run's whole tail one event: se says so, and
         # the interval is wide. Whether the tail moved is also asked of every head request
         # (the quantile test); the smaller p-value, doubled (Bonferroni), keeps the level.
-        p_value = min(1.0, 2.0 * min(own, tail.p_value))
-    tests = (RowTest(sb.value, sh.value, sb.se, sh.se, own), tail)
-    return _Test(delta=delta, spread=lower, ci=ci, p_value=p_value, note=note, tests=tests)
+        tail = _tail_p(sb, sh, head, p, delta=center, df=toward_zero.df)
+        p_value = min(1.0, 2.0 * min(own, tail))
+    return _Test(delta=delta, spread=lower, ci=ci, p_value=p_value, note=note)
 
 
 def _join(*notes: str | None) -> str | None:
@@ -710,7 +705,7 @@ def _tied_test(
     delta = sh.value - sb.value
     band = _spread(sb.se, sh.se, sb, sh, rho)
     tc = t_quantile((1.0 + confidence) / 2.0, band.df)
-    z, q = _exceedance_z(base, head, p, max(sb.inflation, sh.inflation))
+    z, _ = _exceedance_z(base, head, p, max(sb.inflation, sh.inflation))
     agree = z * delta > 0.0
     p_value = t_two_sided_p(z, band.df) if agree else 1.0
     if agree:  # the interval the test implies: it excludes 0 exactly when p < 1 - confidence
@@ -719,28 +714,21 @@ def _tied_test(
     else:  # the interval must reach 0, and the percentile can move a whole tick
         half = max(tc * band.se, abs(delta), sb.tick, sh.tick)
         se = half / tc
-    weights = math.sqrt(sb.inflation / base.size), math.sqrt(sh.inflation / head.size)
     return _Test(
         delta=delta,
         spread=_Spread(se, band.df, sh.se),
         ci=(delta - half, delta + half),
         p_value=p_value,
         note="values repeat around the percentile (quantised): tested by exceedance",
-        tests=(RowTest(q, q, *weights, p_value),),
     )
 
 
-def _tail_test(
-    sb: _Side, sh: _Side, head: FloatArray, p: float, *, delta: float, df: float
-) -> RowTest:
-    """The quantile test of the change (did head's tail move past base's percentile?), as a
-    test of the row: head's indicator is taken at base's percentile, each side weighted by its
-    variance share, sqrt(f / n). Its p-value counts only in the direction of the change."""
+def _tail_p(sb: _Side, sh: _Side, head: FloatArray, p: float, *, delta: float, df: float) -> float:
+    """The quantile test of the change (did head's tail move past base's percentile?): head's
+    indicator taken at base's percentile. Its p-value counts only in the direction of the
+    change."""
     z = _above_base_z(sb, sh, head, p)
-    p_tail = t_two_sided_p(z, df) if z * delta > 0.0 else 1.0
-    nb, nh = sb.indicator.size, head.size
-    weights = math.sqrt(sb.inflation / nb), math.sqrt(sh.inflation / nh)
-    return RowTest(sb.value, sb.value, weights[0], weights[1], p_tail)
+    return t_two_sided_p(z, df) if z * delta > 0.0 else 1.0
 
 
 def _mde_pct(
