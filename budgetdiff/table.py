@@ -392,7 +392,7 @@ def _bracket(low_at: int, high_at: int, sample: FloatArray) -> Bracket:
 def _inside(parts: Sequence[FloatArray], brackets: list[Bracket]) -> tuple[list[int], FloatArray]:
     """How many values lie below each bracket, and the values inside any of them: one
     compress of each part for all the brackets (a compress of ten million values costs as
-    much as four comparisons)."""
+    much as two comparisons)."""
     below = [0] * len(brackets)
     kept = []
     for x in parts:
