@@ -35,7 +35,7 @@ BOMB = (
     )
 )
 # The child reports its own peak RSS; the address-space cap keeps a regression from taking
-# the shared machine's memory (13 GB before the fix). Its own: Linux carries ru_maxrss across
+# the machine's memory (13 GB before the fix). Its own: Linux carries ru_maxrss across
 # exec, so a child of a large pytest process would report the parent's; /proc's VmHWM is the
 # peak of the child's own address space.
 CHILD = """
@@ -94,7 +94,7 @@ def test_a_billion_laughs_budget_is_one_line_exit_2_fast_and_small(tmp_path: Pat
     assert len(err) == 1, err
     assert err[0].startswith(f"budgetdiff: error: {budget}:") and "alias" in err[0]
     assert len(err[0]) < 400
-    assert took < 20  # a fresh interpreter on a shared machine; the refusal itself is ms
+    assert took < 20  # a fresh interpreter on a busy machine; the refusal itself is ms
     assert rss_kb < 300 * 1024
 
 

@@ -212,7 +212,7 @@ def _with_ids(t: pa.Table, ids: list[str]) -> pa.Table:
 
 
 @pytest.mark.parametrize("case", ["fresh", "repeated", "blank"])
-def test_runs_without_shared_ids_are_compared_unpaired_as_in_memory(
+def test_runs_without_common_ids_are_compared_unpaired_as_in_memory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
 ) -> None:
     """No id in both (each run numbers its own), an id repeated, or a request without one:
@@ -231,7 +231,7 @@ def test_runs_without_shared_ids_are_compared_unpaired_as_in_memory(
 
 
 @pytest.mark.parametrize(
-    ("shared", "differ", "hashes", "says", "paired"),
+    ("in_both", "differ", "hashes", "says", "paired"),
     [
         (0.95, 0.0, False, "compared on the 95,000 both ran, the others are left out", True),
         (0.96, 0.02, False, "disagree on their output token counts and are left out", True),
@@ -243,7 +243,7 @@ def test_runs_without_shared_ids_are_compared_unpaired_as_in_memory(
 def test_runs_that_share_part_of_their_ids_pair_as_in_memory(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    shared: float,
+    in_both: float,
     differ: float,
     hashes: bool,
     says: str,
@@ -258,7 +258,7 @@ def test_runs_that_share_part_of_their_ids_pair_as_in_memory(
     ids = np.array(base["request_id"].to_pylist(), dtype=object)
     head_ids = ids[rng.permutation(N)]  # head ran them in another order
     fresh = np.zeros(N, dtype=bool)
-    fresh[rng.choice(N, round((1.0 - shared) * N), replace=False)] = True
+    fresh[rng.choice(N, round((1.0 - in_both) * N), replace=False)] = True
     head_ids[fresh] = [f"new{i}" for i in range(int(fresh.sum()))]
     head = _with_ids(head, head_ids.tolist())
     order = {r: i for i, r in enumerate(ids.tolist())}

@@ -23,7 +23,7 @@ from tests.support import paths
 ROOT = paths.ROOT / "budgetdiff"
 # the stages, in the order data flows; a module belongs to the stage naming its top name
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("shared", ("errors", "numbers", "units", "table")),
+    ("core", ("errors", "numbers", "units", "table")),
     ("stats", ("stats",)),
     ("budget", ("budget",)),
     ("read", ("formats",)),
@@ -106,7 +106,7 @@ def test_no_module_imports_a_later_stage() -> None:
     assert not upward, "\n".join(upward)
 
 
-def test_the_root_keeps_only_the_entry_points_and_the_shared_modules() -> None:
+def test_the_root_keeps_only_the_entry_points_and_the_core_modules() -> None:
     modules = sorted(p.name for p in ROOT.glob("*.py"))
     assert len(modules) <= MAX_ROOT_MODULES, modules
 

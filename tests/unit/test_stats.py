@@ -340,8 +340,8 @@ def test_paired_correlation_is_the_phi_coefficient_of_the_indicators() -> None:
 
     rng = np.random.default_rng(13)
     n = 5_000
-    shared = rng.lognormal(3, 0.5, n)
-    x, y = shared * rng.lognormal(0, 0.2, n), shared * rng.lognormal(0.05, 0.2, n)
+    common = rng.lognormal(3, 0.5, n)
+    x, y = common * rng.lognormal(0, 0.2, n), common * rng.lognormal(0.05, 0.2, n)
     sb, sh = _side(x, 95.0, 0.95), _side(y, 95.0, 0.95)
     every = np.arange(n)
     some = np.sort(rng.choice(n, 3_000, replace=False))
