@@ -24,7 +24,7 @@ import numpy as np
 
 from budgetdiff import numbers, stats
 from budgetdiff.measure.results import Change
-from budgetdiff.table import UNATTRIBUTED, FloatArray, order_statistics
+from budgetdiff.table import UNATTRIBUTED, FloatArray, all_finite, order_statistics
 
 MAX_SHAPLEY_SLICES = 10  # changed slices; more are sampled (`SAMPLED_ORDERS` slice orders)
 SAMPLED_ORDERS = 256  # 128 random orders and their reverses
@@ -43,7 +43,7 @@ def _check(name: str, values: FloatArray, n: int | None) -> FloatArray:
         raise ValueError(f"{name}: expected one value per request, got shape {arr.shape}")
     if n is not None and len(arr) != n:
         raise ValueError(f"{name}: {len(arr)} values, expected {n} (one per request)")
-    if not np.isfinite(arr).all():
+    if not all_finite(arr) and not np.isfinite(arr).all():  # the sum first: no temporary
         raise ValueError(f"{name}: NaN or infinite values; pass succeeded requests only")
     return arr
 

@@ -305,7 +305,7 @@ def _tied_test(
     delta = h.value - b.value
     band = ch._spread(b.se, h.se, b, h, rho)
     tc = t_quantile((1.0 + confidence) / 2.0, band.df)
-    z, _ = _exceedance_z(sb, sh, base, head, p)
+    z = _exceedance_z(sb, sh, base, head, p)
     agree = z * delta > 0.0
     p_value = t_two_sided_p(z, band.df) if agree else 1.0
     if agree:
@@ -319,9 +319,7 @@ def _tied_test(
     return delta, (delta - half, delta + half), p_value, spread, note
 
 
-def _exceedance_z(
-    sb: EngineSide, sh: EngineSide, base: Column, head: Column, p: float
-) -> tuple[float, float]:
+def _exceedance_z(sb: EngineSide, sh: EngineSide, base: Column, head: Column, p: float) -> float:
     """`stats.change._exceedance_z`: the pooled p-th percentile q of both sides' rows, each
     side's score above it (1/2 at it), z of head's against base's."""
     inflation = max(sb.side.inflation, sh.side.inflation)
@@ -333,8 +331,8 @@ def _exceedance_z(
     second = ((gb + gh) + 0.25 * (eb + eh)) / (nb + nh)
     var = (second - mean * mean) * (1.0 / nb + 1.0 / nh) * inflation
     if var <= 0.0:
-        return 0.0, q
-    return (score_h / nh - score_b / nb) / math.sqrt(var), q
+        return 0.0
+    return (score_h / nh - score_b / nb) / math.sqrt(var)
 
 
 def _pooled(sb: EngineSide, sh: EngineSide, base: Column, head: Column, p: float) -> float:

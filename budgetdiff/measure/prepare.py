@@ -14,7 +14,15 @@ import numpy as np
 from budgetdiff import numbers
 from budgetdiff.budget.model import Budget
 from budgetdiff.errors import InputError
-from budgetdiff.table import KNOWN_SLICES, UNATTRIBUTED, FloatArray, Ids, Run, repeated_ids
+from budgetdiff.table import (
+    KNOWN_SLICES,
+    UNATTRIBUTED,
+    FloatArray,
+    Ids,
+    Run,
+    all_finite,
+    repeated_ids,
+)
 
 _A = TypeVar("_A", "np.ndarray[Any, Any]", Ids)
 
@@ -306,7 +314,9 @@ def _unattributed(
 def _check_finite(run: Run, kept: _Kept, named: list[tuple[str, FloatArray | None]]) -> None:
     """A succeeded request needs a number for every time it has."""
     for name, values in named:
-        if values is not None and len(values) and not np.isfinite(values).all():
+        if values is None or not len(values) or all_finite(values):
+            continue
+        if not np.isfinite(values).all():  # the sum may only have overflowed: ask each value
             row = int(np.flatnonzero(~np.isfinite(values))[0])
             raise InputError(
                 f"{run.source}: {name} is missing, not a number or too large for a request that "

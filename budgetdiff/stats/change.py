@@ -340,11 +340,9 @@ def _tied(x: FloatArray, low: float, high: float, ranks: int) -> tuple[bool, flo
     return True, min(gaps, default=0.0)
 
 
-def _exceedance_z(
-    base: FloatArray, head: FloatArray, p: float, inflation: float
-) -> tuple[float, float]:
+def _exceedance_z(base: FloatArray, head: FloatArray, p: float, inflation: float) -> float:
     """Did the tail move? Each request scores 1 above the pooled p-th percentile q, 1/2 at it
-    (ties split, as mid-ranks do) and 0 below; z of head's mean score against base's, and q.
+    (ties split, as mid-ranks do) and 0 below; z of head's mean score against base's.
     Valid with ties: under no change the two samples are exchangeable and q depends only on
     the pool."""
     q = pooled_percentile((base, head), p)  # no pool of both: a copy of every value
@@ -356,8 +354,8 @@ def _exceedance_z(
     second = (above_b + above_h + 0.25 * (at_b + at_h)) / (nb + nh)
     var = (second - mean * mean) * (1.0 / nb + 1.0 / nh) * inflation
     if var <= 0.0:
-        return 0.0, q
-    return (score_h / nh - score_b / nb) / math.sqrt(var), q
+        return 0.0
+    return (score_h / nh - score_b / nb) / math.sqrt(var)
 
 
 def _above_base_z(b: _Side, h: _Side, head: FloatArray, p: float) -> float:
@@ -705,7 +703,7 @@ def _tied_test(
     delta = sh.value - sb.value
     band = _spread(sb.se, sh.se, sb, sh, rho)
     tc = t_quantile((1.0 + confidence) / 2.0, band.df)
-    z, _ = _exceedance_z(base, head, p, max(sb.inflation, sh.inflation))
+    z = _exceedance_z(base, head, p, max(sb.inflation, sh.inflation))
     agree = z * delta > 0.0
     p_value = t_two_sided_p(z, band.df) if agree else 1.0
     if agree:  # the interval the test implies: it excludes 0 exactly when p < 1 - confidence

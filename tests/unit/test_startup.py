@@ -13,8 +13,9 @@ import pyarrow as pa
 import pytest
 
 from budgetdiff.formats import ReadOptions, detect
+from budgetdiff.measure.attribution import _check as check_values
 from budgetdiff.stats import percentile, percentiles
-from budgetdiff.table import Ids, common_ids, repeated_ids
+from budgetdiff.table import Ids, all_finite, common_ids, repeated_ids
 from tests.support.helpers import slices, write_table
 
 
@@ -134,3 +135,17 @@ def test_reading_leaves_the_cycle_collector_as_it_found_it(tmp_path: Path, enabl
         assert gc.isenabled() is enabled
     finally:
         gc.enable() if was else gc.disable()
+
+
+def test_all_finite_from_the_sum_never_says_finite_of_a_nan_or_an_infinity() -> None:
+    """`all_finite` reads the sum: True only when np.isfinite holds of every value; a sum that
+    overflows says False, and the callers then ask each value (never an error of it)."""
+    rng = np.random.default_rng(10)
+    for trial in range(200):
+        x = rng.lognormal(5, 2, int(rng.integers(0, 2000)))
+        if len(x) and trial % 3:
+            x[rng.integers(0, len(x))] = (np.nan, np.inf, -np.inf)[trial % 3]
+        assert all_finite(x) == bool(np.isfinite(x).all())
+    huge = np.array([1e308, 1e308, 5.0])
+    assert np.isfinite(huge).all() and not all_finite(huge)
+    assert check_values("huge", huge, 3) is huge  # the attribution's check asks each value

@@ -29,6 +29,7 @@ from budgetdiff.table import (
     Doubt,
     FloatArray,
     Itl,
+    all_finite,
     order_statistics,
 )
 from budgetdiff.units import MS_PER
@@ -244,21 +245,9 @@ _UNIT_NAME = {"ms": "milliseconds", "s": "seconds", "us": "microseconds", "ns": 
 
 
 def _median(values: FloatArray, ok: BoolArray) -> float | None:
-    kept = values if _every(ok) and _finite(values) else values[ok & np.isfinite(values)]
+    clean = bool(ok.all()) and all_finite(values)  # then no copy (`all_finite`)
+    kept = values if clean else values[ok & np.isfinite(values)]
     return float(median(kept)) if len(kept) else None
-
-
-def _every(ok: BoolArray) -> bool:
-    return bool(ok.all())
-
-
-def _finite(values: FloatArray) -> bool:
-    """Every value finite, known from their sum (a NaN or an infinity makes it one; a sum
-    that overflows only sends the caller to its exact test): no temporary, one pass. A table
-    whose rows all succeeded with finite values, the usual one, is then read without copies
-    of its columns (issue 36)."""
-    with np.errstate(all="ignore"):
-        return math.isfinite(float(values.sum()))
 
 
 def _fits(median_ms: float, use: ColumnUse, low: float, high: float) -> str:
@@ -444,17 +433,15 @@ def _per_token(
     """A TPOT under 0.1 ms (seconds read as ms) or over 10 s (ms read as seconds)."""
     use, values = column
     first = ttft[1] if ttft is not None and use.target == "total" else 0.0
-    every = len(tokens) and _every(ok) and _finite(values) and _finite(tokens)
-    if every and float(tokens.min()) > 1:  # every row counts: no copies (see `_finite`)
-        if len(tokens) < 3 or use.column in doubted:
-            return
+    clean = len(tokens) and bool(ok.all()) and all_finite(values) and all_finite(tokens)
+    if clean and float(tokens.min()) > 1:  # every row counts: no copies (`all_finite`)
         kept_values, kept_tokens, before = values, tokens, first
     else:
         sel = ok & np.isfinite(values) & np.isfinite(tokens) & (tokens > 1)
-        if sel.sum() < 3 or use.column in doubted:
-            return
         kept_values, kept_tokens = values[sel], tokens[sel]
         before = first[sel] if isinstance(first, np.ndarray) else first
+    if len(kept_tokens) < 3 or use.column in doubted:
+        return
     per = np.subtract(kept_values, before)  # (values - before) / (tokens - 1), into one array
     np.divide(per, np.subtract(kept_tokens, 1.0), out=per)
     per_token = float(median(per))
