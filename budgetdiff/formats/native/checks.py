@@ -357,9 +357,10 @@ def unit_doubts(
     if "ttft" not in by_target:
         _first_token_sum(columns, ok, add)
     # per-token time from the total (or a decoding slice) and the answer lengths
+    tokens = _Tokens(output_tokens, ok) if output_tokens is not None else None
     for name in ("total", "decode", *(t for t in by_target if t not in KNOWN_TARGETS)):
-        if name in by_target and output_tokens is not None:
-            _per_token(by_target[name], by_target.get("ttft"), output_tokens, ok, doubted, add)
+        if name in by_target and tokens is not None:
+            _per_token(by_target[name], by_target.get("ttft"), tokens, doubted, add)
     return [_with_kin(d, use, m, small, columns, medians, doubted) for use, m, small, d in out]
 
 
@@ -435,28 +436,46 @@ def _with_kin(
     )
 
 
+class _Tokens:
+    """A side's answer lengths and which requests succeeded, as the per-token checks read
+    them: `less_one` (each count less one, the gaps between tokens) when every request
+    succeeded with a finite count above one, the usual table: then the columns' checks divide
+    by it without a copy of the counts or a selection (once for the total and the decode)."""
+
+    __slots__ = ("counts", "less_one", "ok")
+
+    def __init__(self, counts: FloatArray, ok: BoolArray) -> None:
+        every = len(counts) and bool(ok.all()) and all_finite(counts) and float(counts.min()) > 1
+        self.counts, self.ok = counts, ok
+        self.less_one: FloatArray | None = np.subtract(counts, 1.0) if every else None
+
+
 def _per_token(
     column: tuple[ColumnUse, FloatArray],
     ttft: tuple[ColumnUse, FloatArray] | None,
-    tokens: FloatArray,
-    ok: BoolArray,
+    tokens: _Tokens,
     doubted: set[str],
     add: Callable[[ColumnUse, float, str, str, bool], None],
 ) -> None:
     """A TPOT under 0.1 ms (seconds read as ms) or over 10 s (ms read as seconds)."""
     use, values = column
-    first = ttft[1] if ttft is not None and use.target == "total" else 0.0
-    clean = len(tokens) and bool(ok.all()) and all_finite(values) and all_finite(tokens)
-    if clean and float(tokens.min()) > 1:  # every row counts: no copies (`all_finite`)
-        kept_values, kept_tokens, before = values, tokens, first
-    else:
-        sel = ok & np.isfinite(values) & np.isfinite(tokens) & (tokens > 1)
-        kept_values, kept_tokens = values[sel], tokens[sel]
-        before = first[sel] if isinstance(first, np.ndarray) else first
-    if len(kept_tokens) < 3 or use.column in doubted:
+    first = ttft[1] if ttft is not None and use.target == "total" else None
+    if use.column in doubted:
         return
-    per = np.subtract(kept_values, before)  # (values - before) / (tokens - 1), into one array
-    np.divide(per, np.subtract(kept_tokens, 1.0), out=per)
+    if tokens.less_one is not None and all_finite(values):  # every row counts: no copies
+        kept_values, kept_tokens = values, tokens.counts
+        # (values - first) / (tokens - 1), into one array
+        per = np.divide(values, tokens.less_one) if first is None else np.subtract(values, first)
+        if first is not None:
+            np.divide(per, tokens.less_one, out=per)
+    else:
+        counts, ok = tokens.counts, tokens.ok
+        sel = ok & np.isfinite(values) & np.isfinite(counts) & (counts > 1)
+        kept_values, kept_tokens = values[sel], counts[sel]
+        per = kept_values if first is None else np.subtract(kept_values, first[sel])
+        per = np.divide(per, np.subtract(kept_tokens, 1.0))
+    if len(kept_tokens) < 3:
+        return
     per_token = float(median(per))
     # the column's own median and the answers' only when a doubt is raised (it names them)
     if per_token < _PER_TOKEN[0] and (answer := float(median(kept_tokens))) >= 50:
