@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from budgetdiff import numbers
 from budgetdiff.cli import main
 
 BUDGET = "version: 1\npercentile: 95\nslo: {ttft: 1000, total: 6500}\n"
@@ -429,3 +430,35 @@ def test_camel_case_headers_are_the_same_names(
     rows_by = {r["metric"]: r for r in report["slo"]}
     assert rows_by["ttft"]["head_ms"] == pytest.approx(np.percentile(ttft, 95), abs=2e-3)
     assert rows_by["total"]["head_ms"] == pytest.approx(np.percentile(total, 95), abs=2e-3)
+
+
+@pytest.mark.parametrize("gaps", [False, True])
+def test_a_decode_in_seconds_is_told_by_its_time_per_token(gaps: bool) -> None:
+    """A decode slice in seconds read as ms passes its own range (0 to an hour) but not the
+    token counts': its median per token (numpy on the same rows) is under 0.1 ms, and the
+    message says it. With a failed request, a gap in the decode and a one-token answer, those
+    rows are left out of the median (the path that selects rows), and the figure follows."""
+    from budgetdiff.formats.native.checks import unit_doubts
+    from budgetdiff.table import ColumnUse
+
+    rng = np.random.default_rng(5)
+    n = 2_001
+    tokens = rng.integers(200, 800, n).astype(np.float64)
+    decode = tokens * rng.uniform(0.008, 0.012, n)  # 8-12 ms a token, in seconds
+    ttft = rng.uniform(200.0, 400.0, n)  # ms, rightly
+    total = ttft + decode * 1000.0
+    ok = np.ones(n, dtype=bool)
+    if gaps:
+        ok[3], decode[4], tokens[5] = False, np.nan, 1.0
+    uses = [
+        (ColumnUse("ttft_ms", "metric", "ttft", "ms", "suffix"), ttft),
+        (ColumnUse("total_ms", "metric", "total", "ms", "suffix"), total),
+        (ColumnUse("decode_ms", "slice", "decode", "ms", "suffix"), decode),
+    ]
+    doubts = unit_doubts(uses, ok, tokens, "t.csv")
+    assert [(d.kind, d.subject) for d in doubts] == [("units", "decode_ms")]
+    keep = ok & np.isfinite(decode) & (tokens > 1)
+    per = float(np.median(decode[keep] / (tokens[keep] - 1.0)))
+    assert per < 0.1
+    assert f"({numbers.ms(per)} a token)" in doubts[0].message
+    assert "looks like seconds" in doubts[0].message
