@@ -100,3 +100,27 @@ def test_pooled_order_statistics_are_those_of_the_concatenation() -> None:
     x, y = cases[0][0], cases[1][0]
     for p in (50.0, 95.0, 99.9):
         assert pooled_percentile((x, y), p) == np.percentile(np.concatenate([x, y]), p)
+
+
+def test_a_lone_nan_or_infinities_in_a_later_chunk_of_a_long_array_are_placed_as_sorted() -> None:
+    """The brackets read a long array a chunk at a time: one NaN in its last chunk sends it
+    to a selection (NaN last), +inf and -inf in different chunks stay in the brackets, and a
+    NaN in the second part of a pool is found there too."""
+    rng = np.random.default_rng(41)
+    n = 700_000  # past two chunks
+    x = rng.lognormal(5.0, 1.0, size=n)
+    ranks = [0, 1, n // 2, int(0.95 * n), int(0.95 * n) + 1, n - 2, n - 1]
+    lone = x.copy()
+    lone[-3] = np.nan
+    apart = x.copy()
+    apart[10], apart[-10] = np.inf, -np.inf
+    for y in (lone, apart):
+        truth = np.sort(y)
+        got = order_statistics(y, ranks)
+        for k in ranks:
+            np.testing.assert_array_equal(got[k], truth[k])
+    pool = np.sort(np.concatenate([x, lone]))
+    got = pooled_order_statistics((x, lone), [*ranks, 2 * n - 1])
+    for k, v in got.items():
+        np.testing.assert_array_equal(v, pool[k])
+    assert np.isnan(got[2 * n - 1])
