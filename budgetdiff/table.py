@@ -298,7 +298,8 @@ def _place(a: FloatArray, ks: list[int]) -> None:
 # selecting them in a copy (below it a copy and a selection take well under a millisecond)
 _BRACKET_FROM = 1 << 16
 _SAMPLE = 1 << 16  # values in the bracketing sample
-_CHUNK = 1 << 18  # values the brackets' tests read at once (2 MB: the cache holds them)
+# values a pass of several tests reads at once (2 MB: the cache holds them while they run)
+CHUNK = 1 << 18
 # ranks closer than this share of the values share one bracket
 _CLUSTER = 1.0 / 256
 # how wide a bracket is around its ranks, in binomial standard deviations of a rank in the
@@ -399,15 +400,15 @@ def _inside(
 ) -> tuple[list[int], FloatArray] | None:
     """How many values lie below each bracket, and the values inside any of them; None when a
     value is NaN (told by the sums). One read of each part for all the brackets: the tests of
-    every bracket run on a chunk of `_CHUNK` values while the cache holds it (half the time of
+    every bracket run on a chunk of `CHUNK` values while the cache holds it (half the time of
     each test over the whole part: those read it from memory once per test)."""
     below = [0] * len(brackets)
     kept = []
-    size = min(_CHUNK, max(x.size for x in parts))
+    size = min(CHUNK, max(x.size for x in parts))
     keep, mine, under = (np.empty(size, dtype=bool) for _ in range(3))
     for x in parts:
-        for start in range(0, x.size, _CHUNK):
-            chunk = x[start : start + _CHUNK]
+        for start in range(0, x.size, CHUNK):
+            chunk = x[start : start + CHUNK]
             m = chunk.size
             if _has_nan(chunk):
                 return None

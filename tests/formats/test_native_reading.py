@@ -462,3 +462,28 @@ def test_a_decode_in_seconds_is_told_by_its_time_per_token(gaps: bool) -> None:
     assert per < 0.1
     assert f"({numbers.ms(per)} a token)" in doubts[0].message
     assert "looks like seconds" in doubts[0].message
+
+
+def test_the_per_token_count_calls_a_median_typical_only_when_numpy_does() -> None:
+    """The usual table's per-token check counts the times below 0.1 ms and above 10 s instead
+    of taking their median: whenever it says typical, numpy's median of the same times lies in
+    the range; it says so for most, and defers at the edge (half the times on each side)."""
+    from budgetdiff.formats.native.checks import _typical_per_token
+
+    rng = np.random.default_rng(8)
+    said = 0
+    for trial in range(400):
+        n = int(rng.integers(3, 40)) if trial % 4 else 300_000 + int(rng.integers(0, 3))
+        counts = rng.integers(2, 50, n).astype(np.float64)
+        low_or_high = 0.1 if trial % 2 else 10_000.0
+        per = low_or_high * rng.choice([0.5, 1.0, 2.0], n) * rng.uniform(0.9, 1.1, n)
+        first = rng.uniform(0, 100, n) if trial % 3 else None
+        values = per * (counts - 1) + (0.0 if first is None else first)
+        truth = np.median((values - (0.0 if first is None else first)) / (counts - 1))
+        if _typical_per_token(values, first, counts):
+            said += 1
+            assert 0.1 <= truth <= 10_000.0
+    assert said > 100
+    n = 10
+    values, counts = np.array([0.05] * 5 + [0.2] * 5), np.full(n, 2.0)
+    assert not _typical_per_token(values, None, counts)  # the median (0.125) decides

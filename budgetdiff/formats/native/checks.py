@@ -22,6 +22,7 @@ from budgetdiff.formats.native.columns import as_float, decoded, failed
 from budgetdiff.formats.native.names import GUESSED, STATISTIC, cut, is_statistic
 from budgetdiff.formats.native.tables import NAME, Table
 from budgetdiff.table import (
+    CHUNK,
     KNOWN_SLICES,
     METRICS,
     BoolArray,
@@ -438,16 +439,14 @@ def _with_kin(
 
 class _Tokens:
     """A side's answer lengths and which requests succeeded, as the per-token checks read
-    them: `less_one` (each count less one, the gaps between tokens) when every request
-    succeeded with a finite count above one, the usual table: then the columns' checks divide
-    by it without a copy of the counts or a selection (once for the total and the decode)."""
+    them; `every`: every request succeeded with a finite count above one, the usual table,
+    whose columns are then read whole, with no selection (once for the total and the decode)."""
 
-    __slots__ = ("counts", "less_one", "ok")
+    __slots__ = ("counts", "every", "ok")
 
     def __init__(self, counts: FloatArray, ok: BoolArray) -> None:
         every = len(counts) and bool(ok.all()) and all_finite(counts) and float(counts.min()) > 1
-        self.counts, self.ok = counts, ok
-        self.less_one: FloatArray | None = np.subtract(counts, 1.0) if every else None
+        self.counts, self.ok, self.every = counts, ok, bool(every)
 
 
 def _per_token(
@@ -462,20 +461,21 @@ def _per_token(
     first = ttft[1] if ttft is not None and use.target == "total" else None
     if use.column in doubted:
         return
-    if tokens.less_one is not None and all_finite(values):  # every row counts: no copies
-        kept_values, kept_tokens = values, tokens.counts
-        # (values - first) / (tokens - 1), into one array
-        per = np.divide(values, tokens.less_one) if first is None else np.subtract(values, first)
-        if first is not None:
-            np.divide(per, tokens.less_one, out=per)
+    whole = tokens.every and all_finite(values) and (first is None or all_finite(first))
+    if whole and len(values) >= 3:  # every row counts, no NaN
+        if _typical_per_token(values, first, tokens.counts):
+            return  # the usual answer, from two counts: no array of the times, no median
+        kept_values, kept_tokens, kept_first = values, tokens.counts, first
     else:
         counts, ok = tokens.counts, tokens.ok
         sel = ok & np.isfinite(values) & np.isfinite(counts) & (counts > 1)
         kept_values, kept_tokens = values[sel], counts[sel]
-        per = kept_values if first is None else np.subtract(kept_values, first[sel])
-        per = np.divide(per, np.subtract(kept_tokens, 1.0))
+        kept_first = None if first is None else first[sel]
     if len(kept_tokens) < 3:
         return
+    # (values - first) / (tokens - 1)
+    per = kept_values if kept_first is None else np.subtract(kept_values, kept_first)
+    per = np.divide(per, np.subtract(kept_tokens, 1.0))
     per_token = float(median(per))
     # the column's own median and the answers' only when a doubt is raised (it names them)
     if per_token < _PER_TOKEN[0] and (answer := float(median(kept_tokens))) >= 50:
@@ -484,6 +484,30 @@ def _per_token(
     elif per_token > _PER_TOKEN[1]:
         words = f" ({numbers.ms(per_token)} a token)"
         add(use, median(kept_values), words, "looks like milliseconds", False)
+
+
+def _typical_per_token(values: FloatArray, first: FloatArray | None, counts: FloatArray) -> bool:
+    """The median time per token ((values - first) / (counts - 1), no NaN among them) surely
+    inside `_PER_TOKEN`: fewer than (n + 1) // 2 times below its low end and fewer above its
+    high end (the median is below the low end only when that many are). The times are made
+    and counted a chunk at a time (`CHUNK`), with the same operations as the median's array:
+    no array of them, no selection. False: the median itself decides."""
+    n = values.size
+    need = (n + 1) // 2
+    low, high = _PER_TOKEN
+    below = above = 0
+    per, gaps = np.empty(min(n, CHUNK)), np.empty(min(n, CHUNK))
+    for start in range(0, n, CHUNK):
+        stop = min(n, start + CHUNK)
+        p, g = per[: stop - start], gaps[: stop - start]
+        np.subtract(counts[start:stop], 1.0, out=g)
+        if first is None:
+            np.divide(values[start:stop], g, out=p)
+        else:
+            np.divide(np.subtract(values[start:stop], first[start:stop], out=p), g, out=p)
+        below += int(np.count_nonzero(p < low))
+        above += int(np.count_nonzero(p > high))
+    return below < need and above < need
 
 
 def impossible_rows(
