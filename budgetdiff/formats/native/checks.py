@@ -517,6 +517,8 @@ def impossible_rows(
     if ttft is None or total is None:
         return []
     with np.errstate(invalid="ignore"):
+        if not np.greater(ttft, total).any():  # none above its total (usual): nothing to excuse
+            return []
         bad = ok & (ttft > total + 1e-6 + 1e-9 * np.abs(total))
     if not bad.any():
         return []
