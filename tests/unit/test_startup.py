@@ -15,7 +15,7 @@ import pytest
 from budgetdiff.formats import ReadOptions, detect
 from budgetdiff.measure.attribution import _check as check_values
 from budgetdiff.stats import percentile, percentiles
-from budgetdiff.table import Ids, all_finite, common_ids, repeated_ids
+from budgetdiff.table import Ids, all_finite, arrow_numpy, common_ids, repeated_ids
 from tests.support.helpers import slices, write_table
 
 
@@ -149,3 +149,29 @@ def test_all_finite_from_the_sum_never_says_finite_of_a_nan_or_an_infinity() -> 
     huge = np.array([1e308, 1e308, 5.0])
     assert np.isfinite(huge).all() and not all_finite(huge)
     assert check_values("huge", huge, 3) is huge  # the attribution's check asks each value
+
+
+def test_arrow_numpy_is_arrows_own_to_numpy_for_every_form() -> None:
+    """Numbers and booleans from their buffers: the same values and dtype as Arrow's own
+    `to_numpy`, for slices (an offset inside a byte of bits), chunks, empty arrays and each
+    width; with nulls, or a type of another layout, it is Arrow's own."""
+    rng = np.random.default_rng(36)
+    kinds = [pa.float64(), pa.float32(), pa.float16(), pa.int64(), pa.int8(), pa.uint32()]
+    cases: list[pa.Array | pa.ChunkedArray] = []
+    for kind in kinds:
+        raw = rng.integers(0, 100, 1_000)
+        values = raw.astype(np.float16) if kind == pa.float16() else raw
+        whole = pa.array(values, type=kind)
+        cases += [
+            whole,
+            whole.slice(3, 500),
+            whole.slice(1_000),
+            pa.chunked_array([whole[:7], whole[7:]]),
+        ]
+    flags = pa.array(rng.random(1_001) < 0.3)
+    cases += [flags, flags.slice(5, 13), flags.slice(3), pa.chunked_array([flags[:9], flags[9:]])]
+    cases += [pa.array([1.5, None]), pa.array(["a", "b"]), pa.chunked_array([], type=pa.int64())]
+    for arr in cases:
+        got, want = arrow_numpy(arr), arr.to_numpy(zero_copy_only=False)
+        assert got.dtype == want.dtype and got.shape == want.shape, arr.type
+        np.testing.assert_array_equal(got, want)

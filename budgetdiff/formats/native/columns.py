@@ -14,7 +14,7 @@ import pyarrow as pa
 from budgetdiff import numbers
 from budgetdiff.errors import ReadError
 from budgetdiff.formats.native.tables import NAME, Table, utf8
-from budgetdiff.table import FloatArray, Itl, all_finite
+from budgetdiff.table import FloatArray, Itl, all_finite, arrow_numpy
 from budgetdiff.units import MS_PER
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ def as_float(table: Table, column: str, source: str) -> FloatArray:
         return np.full(len(arr), np.nan)
     if pa.types.is_integer(kind) or pa.types.is_floating(kind):
         # nulls -> NaN; an integer above 2**53 (epoch nanoseconds) rounds
-        return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.float64)
+        return np.asarray(arrow_numpy(arr), dtype=np.float64)
     if pa.types.is_duration(kind):  # counts of its unit (kind.unit), which the reader applies
         counts = arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
         return np.asarray(counts, dtype=np.float64)
