@@ -570,7 +570,8 @@ class Ids:
             return np.asarray(self.values == "", dtype=bool)
         import pyarrow.compute as pc
 
-        return np.asarray(arrow_numpy(pc.equal(self.values, "")), dtype=bool)
+        # from the lengths: comparing with "" makes a scalar of it, and that imports pandas
+        return np.asarray(arrow_numpy(pc.binary_length(self.values)) == 0, dtype=bool)
 
     def same(self, other: Ids) -> bool:
         """The same ids in the same order."""

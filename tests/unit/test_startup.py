@@ -175,3 +175,6 @@ def test_arrow_numpy_is_arrows_own_to_numpy_for_every_form() -> None:
         got, want = arrow_numpy(arr), arr.to_numpy(zero_copy_only=False)
         assert got.dtype == want.dtype and got.shape == want.shape, arr.type
         np.testing.assert_array_equal(got, want)
+    ids = pa.chunked_array([pa.array(["a", None, ""]), pa.array(["", "b"], type=pa.string())])
+    blank = Ids(ids).blank()  # from the ids' lengths: a null is not blank, "" is
+    np.testing.assert_array_equal(blank, np.array(ids.to_pylist(), dtype=object) == "")
