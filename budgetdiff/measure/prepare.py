@@ -247,9 +247,9 @@ def _total_and_ttft(
     """
     n = len(kept.rows)
     measured_ttft = kept.pick(run.ttft) if run.ttft is not None else None
-    first = slice_sum({s: slices[s] for s in before if s != "first_token"}, n)
-    candidates = [x for x in (measured_ttft, slices.get("first_token")) if x is not None]
-    to_first = np.maximum.reduce([first, *candidates]) if candidates else first
+    if measured_ttft is not None and run.total is not None:  # both measured, as is usual
+        return kept.pick(run.total), measured_ttft, "measured"
+    to_first = _to_first_token(slices, before, measured_ttft, n)
     if measured_ttft is not None:
         ttft: FloatArray | None = measured_ttft
     elif _ends_at_first_token(budget, before):
@@ -270,6 +270,19 @@ def _total_and_ttft(
         return slice_sum(slices, n), ttft, "slices"  # nothing overlaps or stands in for a slice
     after = slice_sum({s: x for s, x in slices.items() if s not in before}, n)
     return to_first + after, ttft, "ttft + slices"
+
+
+def _to_first_token(
+    slices: dict[str, FloatArray], before: list[str], measured: FloatArray | None, n: int
+) -> FloatArray:
+    """Each request's time to its first token as the largest of what the data says of it: the
+    slices before it summed, a `first_token` slice, a measured TTFT (one maximum at a time,
+    into the sum: no stack of them)."""
+    first = slice_sum({s: slices[s] for s in before if s != "first_token"}, n)
+    for other in (measured, slices.get("first_token")):
+        if other is not None:
+            np.maximum(first, other, out=first)
+    return first
 
 
 def _total_notes(run: Run, kept: _Kept, total_from: str) -> list[str]:
