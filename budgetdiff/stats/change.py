@@ -38,7 +38,7 @@ from budgetdiff.stats.quantiles import (
     percentiles,
     pooled_percentile,
 )
-from budgetdiff.table import BoolArray, FloatArray, order_statistics
+from budgetdiff.table import CHUNK, BoolArray, FloatArray, order_statistics
 
 IntArray = np.ndarray[Any, np.dtype[np.intp]]  # numpy.typing's NDArray: see table.FloatArray
 
@@ -212,9 +212,8 @@ def _side(
     part = order_statistics(x, r.wanted())
     bnd = band(r, part)
     value, bounds = bnd.value, r.bounds
-    indicator = x <= value
-    above = x > float(part[r.mid])
-    auto = autocorrelation(indicator, above, _score(x, above), correlated=correlated)
+    indicator, above, score = _marks(x, value, float(part[r.mid]))
+    auto = autocorrelation(indicator, above, score, correlated=correlated)
     # Degrees of freedom of se: the sparsity estimate's and the autocorrelation factor's when
     # one is applied (the squared coefficients of variation of a product add up).
     df = 1.0 / (1.0 / (SPARSITY_DF_PER_RANK * max(ur - lr, 1)) + 1.0 / auto.df)
@@ -247,18 +246,28 @@ def _side(
     )
 
 
-def _score(x: FloatArray, above: BoolArray) -> Score:
-    """Each request's rank score, how many of the run's quartiles it is above (0-3; `above`
-    is the median's), for the autocorrelation's tests: every request's rank is read, not one
+def _marks(x: FloatArray, value: float, median: float) -> tuple[BoolArray, BoolArray, Score]:
+    """Each request at or below the percentile `value` (the indicator), above the `median`,
+    and its rank score for the autocorrelation's tests: how many of the run's quartiles it is
+    above (0-3; the median's and the outer two), so every request's rank is read, not one
     share's. The outer quartiles are those of every k-th value (k = n // 10,000, at least 1):
-    any thresholds fixed before the tests make a valid score, and a selection of each on all
-    n values would cost about as much as the percentile's own."""
+    any thresholds fixed before the tests make a valid score, and a selection of each on all n
+    values would cost about as much as the percentile's own. All three in one read of `x`, a
+    chunk at a time while the cache holds it (`CHUNK`: 27 -> 17 ms at ten million)."""
     sample = x[:: max(1, x.size // 10_000)]
     q1, q3 = np.percentile(sample, [25.0, 75.0])
-    s = above.astype(np.int8)
-    s += x > q1
-    s += x > q3
-    return score_chunks(s)
+    n = x.size
+    indicator, above = np.empty(n, dtype=bool), np.empty(n, dtype=bool)
+    score = np.empty(n, dtype=np.int8)
+    scratch = np.empty(min(n, CHUNK), dtype=bool)
+    for start in range(0, n, CHUNK):
+        stop = min(n, start + CHUNK)
+        chunk, t, s = x[start:stop], scratch[: stop - start], score[start:stop]
+        np.less_equal(chunk, value, out=indicator[start:stop])
+        np.copyto(s, np.greater(chunk, median, out=above[start:stop]))
+        s += np.greater(chunk, q1, out=t)
+        s += np.greater(chunk, q3, out=t)
+    return indicator, above, score_chunks(score)
 
 
 def _bound_ranks(n: int, k: float, sd_rank: float, confidence: float) -> tuple[int, int]:
