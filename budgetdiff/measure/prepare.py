@@ -15,6 +15,7 @@ from budgetdiff import numbers
 from budgetdiff.budget.model import Budget
 from budgetdiff.errors import InputError
 from budgetdiff.table import (
+    CHUNK,
     KNOWN_SLICES,
     UNATTRIBUTED,
     FloatArray,
@@ -318,10 +319,29 @@ def _unattributed(
     that is not the slices' sum is more than rounding over them; None otherwise."""
     if not slices or (total_from == "slices" and UNATTRIBUTED not in budget.slices):
         return None
-    rest = total - slice_sum(slices, len(total))  # all zero when the total is their sum
-    if UNATTRIBUTED in budget.slices or (len(rest) and float(np.max(rest)) > material(total)):
+    if UNATTRIBUTED in budget.slices or (
+        len(total) and _most_left(total, slices) > material(total)
+    ):
+        rest = total - slice_sum(slices, len(total))  # all zero when the total is their sum
         return np.clip(rest, 0.0, None)
     return None
+
+
+def _most_left(total: FloatArray, slices: dict[str, FloatArray]) -> float:
+    """max(total - slice_sum(slices)), NaN if one is: the same sums, a chunk at a time while
+    the cache holds it (`CHUNK`), with no array of every request's rest."""
+    n = len(total)
+    acc = np.empty(min(n, CHUNK))
+    most = []
+    for start in range(0, n, CHUNK):
+        stop = min(n, start + CHUNK)
+        a = acc[: stop - start]
+        a.fill(0.0)
+        with np.errstate(over="ignore"):  # as slice_sum's: a non-finite sum is caught later
+            for values in slices.values():  # in slice_sum's order: the same sums
+                a += values[start:stop]
+        most.append(float(np.max(np.subtract(total[start:stop], a, out=a))))
+    return float(np.max(most))
 
 
 def _check_finite(run: Run, kept: _Kept, named: list[tuple[str, FloatArray | None]]) -> None:
@@ -464,7 +484,8 @@ def _good(
     met = np.ones(len(kept), dtype=bool)
     for name, target in targets.items():
         per_request = _per_request_metric(run, name, kept, metrics, slices)
-        if per_request is None or not np.isfinite(per_request).all():
+        # every value finite: the sum says so, no temporary (each value asked only when not)
+        if per_request is None or not (all_finite(per_request) or np.isfinite(per_request).all()):
             return (
                 None,
                 (),

@@ -295,3 +295,18 @@ def test_a_budgeted_unattributed_slice_without_a_measured_total_is_0_ms(
     assert code == 0, err
     # own p95, part, budget, proposed
     assert re.search(r"unattributed +0\.00 +0\.00 +20\.0 +1 ", out), out
+
+
+def test_the_most_left_over_of_a_long_run_is_numpys_on_the_whole_arrays() -> None:
+    """Whether the total is more than its slices is read a chunk at a time: the largest rest
+    is numpy's max of total minus slice_sum on the whole arrays, a NaN among them included."""
+    from budgetdiff.measure.prepare import _most_left, slice_sum
+
+    rng = np.random.default_rng(12)
+    n = 700_000  # past two chunks
+    slices = {s: rng.lognormal(3.0, 1.0, n) for s in ("queue", "prefill", "decode")}
+    total = slice_sum(slices) + rng.uniform(0.0, 1e-9, n)
+    total[654_321] += 40.0  # one request with time no slice holds, in the last chunk
+    assert _most_left(total, slices) == float(np.max(total - slice_sum(slices)))
+    total[17] = np.nan
+    assert np.isnan(_most_left(total, slices))
