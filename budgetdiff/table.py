@@ -412,9 +412,9 @@ def _inside(
             m = chunk.size
             if _has_nan(chunk):
                 return None
-            k, a, b = keep[:m], mine[:m], under[:m]
-            k.fill(False)
+            k, b = keep[:m], under[:m]
             for i, (low, high) in enumerate(brackets):
+                a = k if i == 0 else mine[:m]  # the first bracket's values straight into `k`
                 if low is None:
                     assert high is not None  # (a bracket with neither bound was never made)
                     np.less_equal(chunk, high, out=a)
@@ -423,9 +423,26 @@ def _inside(
                     below[i] += m - int(np.count_nonzero(a))
                     if high is not None:
                         np.logical_and(a, np.less_equal(chunk, high, out=b), out=a)
-                np.logical_or(k, a, out=k)
+                if i:
+                    np.logical_or(k, a, out=k)
             kept.append(np.compress(k, chunk))  # half the time of chunk[k] (numpy 2.4)
     return below, np.concatenate(kept)
+
+
+def between(x: FloatArray, low: float, high: float) -> FloatArray:
+    """The values of `x` in [low, high], in their order: the two tests and the compress a
+    chunk at a time while the cache holds it (`CHUNK`), with no mask of all of `x`."""
+    size = min(CHUNK, x.size)
+    inside, scratch = np.empty(size, dtype=bool), np.empty(size, dtype=bool)
+    kept = []
+    for start in range(0, x.size, CHUNK):
+        chunk = x[start : start + CHUNK]
+        k, t = inside[: chunk.size], scratch[: chunk.size]
+        np.logical_and(
+            np.greater_equal(chunk, low, out=k), np.less_equal(chunk, high, out=t), out=k
+        )
+        kept.append(np.compress(k, chunk))
+    return np.concatenate(kept) if kept else x[:0].copy()
 
 
 def _has_nan(x: FloatArray) -> bool:
