@@ -124,3 +124,18 @@ def test_a_lone_nan_or_infinities_in_a_later_chunk_of_a_long_array_are_placed_as
     for k, v in got.items():
         np.testing.assert_array_equal(v, pool[k])
     assert np.isnan(got[2 * n - 1])
+
+
+def test_between_and_the_exceedance_counts_are_numpys_masks_over_every_chunk() -> None:
+    """The band's values (`between`, in their order) and the counts above and at a value are
+    read a chunk at a time: the same as numpy's masks over the whole array, NaN and ties in."""
+    from budgetdiff.stats.change import _above_and_at
+    from budgetdiff.table import between
+
+    rng = np.random.default_rng(7)
+    x = np.round(rng.lognormal(5.0, 1.0, size=600_000), 0)  # past two chunks, with ties
+    x[[3, 400_000]] = np.nan
+    low, high = np.nanpercentile(x, [90, 95])
+    np.testing.assert_array_equal(between(x, low, high), x[(x >= low) & (x <= high)])
+    assert between(x[:0], low, high).size == 0
+    assert _above_and_at(x, high) == (np.count_nonzero(x > high), np.count_nonzero(x == high))
