@@ -20,7 +20,7 @@ import numpy as np
 from budgetdiff import numbers
 from budgetdiff.errors import UsageError
 from budgetdiff.measure.results import Unit, unit_of
-from budgetdiff.table import Run, common_ids, repeated_ids
+from budgetdiff.table import Run, all_finite, common_ids, repeated_ids
 
 # Ids pair when at least this share of the requests in both agree on what they asked (a few
 # may differ: an answer cut short by a timeout); the ones that disagree are left out.
@@ -255,11 +255,19 @@ def _agreement(
     agree = np.ones(len(ib), dtype=bool)
     said: list[str] = []
     differ: list[str] = []
+    # every request of both, in the same order (`common_ids` gives its one array of places)
+    whole = ib is ih and len(ib) == base.n == head.n
     for name, words in EVIDENCE:
         if not _both(base, head, name):
             continue
-        x, y = getattr(base, name)[ib], getattr(head, name)[ih]
         text = name == "prompt_hash"
+        if whole and not text and _every_one_known(base, head, name):
+            same = getattr(base, name) == getattr(head, name)  # one comparison, no copies
+            agree &= same
+            said += [words] if len(same) else []
+            differ += [] if same.all() else [words]
+            continue
+        x, y = getattr(base, name)[ib], getattr(head, name)[ih]
         known = (x != "") & (y != "") if text else np.isfinite(x) & np.isfinite(y)
         if name == "output_tokens":  # a failed request's count is what it got, not what it asked
             known &= base.succeeded[ib] & head.succeeded[ih]
@@ -268,6 +276,13 @@ def _agreement(
         said += [words] if known.any() else []
         differ += [] if same.all() else [words]
     return agree, said, differ
+
+
+def _every_one_known(base: Run, head: Run, name: str) -> bool:
+    """Every request of both runs has a number for `name` (and, for the output token counts,
+    succeeded): what `_agreement` would find known of each, from sums and one test."""
+    counts = name != "output_tokens" or bool(base.succeeded.all() and head.succeeded.all())
+    return counts and all_finite(getattr(base, name)) and all_finite(getattr(head, name))
 
 
 def _what(said: list[str]) -> str:

@@ -164,3 +164,32 @@ def test_each_rows_values_keep_their_run() -> None:
     # the longest stall of requests with gaps (request 1 has none): 0, 5, 4, 3
     assert len(prep.metrics["max_stall"]) == 4
     np.testing.assert_array_equal(prep.runs["max_stall"], [0, 1, 1, 1])
+
+
+def test_the_agreement_of_every_request_in_order_is_the_gathered_ones() -> None:
+    """Runs with the same ids in the same order compare their token counts in place (one
+    comparison); the verdict, what was compared and what differs are those of the gathered
+    path, with a differing count, a gap, a failed request and on clean runs alike."""
+    from budgetdiff.measure.pairing import _agreement
+
+    rng = np.random.default_rng(46)
+    n = 5_000
+    ids = np.array([f"r{i}" for i in range(n)])
+    tokens = rng.integers(10, 500, n).astype(np.float64)
+    for case in ("clean", "differ", "gap", "failed"):
+        other = tokens.copy()
+        ok = np.ones(n, dtype=bool)
+        if case == "differ":
+            other[[7, 4_000]] += 1
+        if case == "gap":
+            other[11] = np.nan
+        if case == "failed":
+            ok[12], other[12] = False, 3.0
+        base = Run("b.csv", n, request_id=ids, output_tokens=tokens, input_tokens=tokens * 2)
+        head = Run("h.csv", n, request_id=ids, output_tokens=other, ok=ok, input_tokens=tokens * 2)
+        places = np.arange(n)
+        fast = _agreement(base, head, places, places)  # one array of places: in place
+        slow = _agreement(base, head, places, places.copy())  # two: gathered
+        np.testing.assert_array_equal(fast[0], slow[0])
+        assert fast[1:] == slow[1:]
+        assert ("output token counts" in fast[2]) == (case == "differ"), case
