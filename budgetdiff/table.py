@@ -300,6 +300,16 @@ _BRACKET_FROM = 1 << 16
 _SAMPLE = 1 << 16  # values in the bracketing sample
 # values a pass of several tests reads at once (2 MB: the cache holds them while they run)
 CHUNK = 1 << 18
+
+
+def chunks(n: int) -> Iterator[tuple[slice, int]]:
+    """The places 0 .. n - 1 a `CHUNK` at a time: each chunk's slice and its length (the last
+    may be shorter), for a pass that runs several tests on a chunk while the cache holds it."""
+    for start in range(0, n, CHUNK):
+        stop = min(n, start + CHUNK)
+        yield slice(start, stop), stop - start
+
+
 # ranks closer than this share of the values share one bracket
 _CLUSTER = 1.0 / 256
 # how wide a bracket is around its ranks, in binomial standard deviations of a rank in the
@@ -407,9 +417,8 @@ def _inside(
     size = min(CHUNK, max(x.size for x in parts))
     keep, mine, under = (np.empty(size, dtype=bool) for _ in range(3))
     for x in parts:
-        for start in range(0, x.size, CHUNK):
-            chunk = x[start : start + CHUNK]
-            m = chunk.size
+        for at, m in chunks(x.size):
+            chunk = x[at]
             if _has_nan(chunk):
                 return None
             k, b = keep[:m], under[:m]
@@ -435,9 +444,8 @@ def between(x: FloatArray, low: float, high: float) -> FloatArray:
     size = min(CHUNK, x.size)
     inside, scratch = np.empty(size, dtype=bool), np.empty(size, dtype=bool)
     kept = []
-    for start in range(0, x.size, CHUNK):
-        chunk = x[start : start + CHUNK]
-        k, t = inside[: chunk.size], scratch[: chunk.size]
+    for at, m in chunks(x.size):
+        chunk, k, t = x[at], inside[:m], scratch[:m]
         np.logical_and(
             np.greater_equal(chunk, low, out=k), np.less_equal(chunk, high, out=t), out=k
         )

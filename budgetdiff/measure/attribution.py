@@ -24,7 +24,14 @@ import numpy as np
 
 from budgetdiff import numbers, stats
 from budgetdiff.measure.results import Change
-from budgetdiff.table import CHUNK, UNATTRIBUTED, FloatArray, all_finite, order_statistics
+from budgetdiff.table import (
+    CHUNK,
+    UNATTRIBUTED,
+    FloatArray,
+    all_finite,
+    chunks,
+    order_statistics,
+)
 
 MAX_SHAPLEY_SLICES = 10  # changed slices; more are sampled (`SAMPLED_ORDERS` slice orders)
 SAMPLED_ORDERS = 256  # 128 random orders and their reverses
@@ -328,12 +335,11 @@ def _candidates(
     lo = np.zeros(n)
     hi = np.zeros(n)
     scratch = np.empty(min(n, CHUNK))
-    for start in range(0, n, CHUNK):
-        stop = min(n, start + CHUNK)
-        low, high, s = lo[start:stop], hi[start:stop], scratch[: stop - start]
+    for at, m in chunks(n):
+        low, high, s = lo[at], hi[at], scratch[:m]
         for bi, hi_i in zip(b, h, strict=True):
-            low += np.minimum(bi[start:stop], hi_i[start:stop], out=s)
-            high += np.maximum(bi[start:stop], hi_i[start:stop], out=s)
+            low += np.minimum(bi[at], hi_i[at], out=s)
+            high += np.maximum(bi[at], hi_i[at], out=s)
     slack = 1e-9 * float(np.max(np.abs(hi))) if n else 0.0  # sums in other orders round apart
     floor_value = order_statistics(lo, [r_lo])[r_lo] - slack
     ceil_value = order_statistics(hi, [r_hi])[r_hi] + slack

@@ -22,6 +22,7 @@ from budgetdiff.table import (
     Ids,
     Run,
     all_finite,
+    chunks,
     repeated_ids,
 )
 
@@ -333,14 +334,13 @@ def _most_left(total: FloatArray, slices: dict[str, FloatArray]) -> float:
     n = len(total)
     acc = np.empty(min(n, CHUNK))
     most = []
-    for start in range(0, n, CHUNK):
-        stop = min(n, start + CHUNK)
-        a = acc[: stop - start]
+    for at, m in chunks(n):
+        a = acc[:m]
         a.fill(0.0)
         with np.errstate(over="ignore"):  # as slice_sum's: a non-finite sum is caught later
             for values in slices.values():  # in slice_sum's order: the same sums
-                a += values[start:stop]
-        most.append(float(np.max(np.subtract(total[start:stop], a, out=a))))
+                a += values[at]
+        most.append(float(np.max(np.subtract(total[at], a, out=a))))
     return float(np.max(most))
 
 

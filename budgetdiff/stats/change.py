@@ -38,7 +38,7 @@ from budgetdiff.stats.quantiles import (
     percentiles,
     pooled_percentile,
 )
-from budgetdiff.table import CHUNK, BoolArray, FloatArray, between, order_statistics
+from budgetdiff.table import CHUNK, BoolArray, FloatArray, between, chunks, order_statistics
 
 IntArray = np.ndarray[Any, np.dtype[np.intp]]  # numpy.typing's NDArray: see table.FloatArray
 
@@ -260,11 +260,10 @@ def _marks(x: FloatArray, value: float, median: float) -> tuple[BoolArray, BoolA
     indicator, above = np.empty(n, dtype=bool), np.empty(n, dtype=bool)
     score = np.empty(n, dtype=np.int8)
     scratch = np.empty(min(n, CHUNK), dtype=bool)
-    for start in range(0, n, CHUNK):
-        stop = min(n, start + CHUNK)
-        chunk, t, s = x[start:stop], scratch[: stop - start], score[start:stop]
-        np.less_equal(chunk, value, out=indicator[start:stop])
-        np.copyto(s, np.greater(chunk, median, out=above[start:stop]))
+    for at, m in chunks(n):
+        chunk, t, s = x[at], scratch[:m], score[at]
+        np.less_equal(chunk, value, out=indicator[at])
+        np.copyto(s, np.greater(chunk, median, out=above[at]))
         s += np.greater(chunk, q1, out=t)
         s += np.greater(chunk, q3, out=t)
     return indicator, above, score_chunks(score)
@@ -352,14 +351,13 @@ def _tied(x: FloatArray, low: float, high: float, ranks: int) -> tuple[bool, flo
 def _above_and_at(x: FloatArray, q: float) -> tuple[int, int]:
     """How many values of `x` are above `q` and how many equal it: both tests on a chunk at a
     time while the cache holds it (`CHUNK`)."""
-    above = at = 0
+    above = equal = 0
     scratch = np.empty(min(CHUNK, x.size), dtype=bool)
-    for start in range(0, x.size, CHUNK):
-        chunk = x[start : start + CHUNK]
-        t = scratch[: chunk.size]
+    for at, m in chunks(x.size):
+        chunk, t = x[at], scratch[:m]
         above += int(np.count_nonzero(np.greater(chunk, q, out=t)))
-        at += int(np.count_nonzero(np.equal(chunk, q, out=t)))
-    return above, at
+        equal += int(np.count_nonzero(np.equal(chunk, q, out=t)))
+    return above, equal
 
 
 def _exceedance_z(base: FloatArray, head: FloatArray, p: float, inflation: float) -> float:

@@ -31,6 +31,7 @@ from budgetdiff.table import (
     FloatArray,
     Itl,
     all_finite,
+    chunks,
     order_statistics,
 )
 from budgetdiff.units import MS_PER
@@ -497,14 +498,13 @@ def _typical_per_token(values: FloatArray, first: FloatArray | None, counts: Flo
     low, high = _PER_TOKEN
     below = above = 0
     per, gaps = np.empty(min(n, CHUNK)), np.empty(min(n, CHUNK))
-    for start in range(0, n, CHUNK):
-        stop = min(n, start + CHUNK)
-        p, g = per[: stop - start], gaps[: stop - start]
-        np.subtract(counts[start:stop], 1.0, out=g)
+    for at, m in chunks(n):
+        p, g = per[:m], gaps[:m]
+        np.subtract(counts[at], 1.0, out=g)
         if first is None:
-            np.divide(values[start:stop], g, out=p)
+            np.divide(values[at], g, out=p)
         else:
-            np.divide(np.subtract(values[start:stop], first[start:stop], out=p), g, out=p)
+            np.divide(np.subtract(values[at], first[at], out=p), g, out=p)
         below += int(np.count_nonzero(p < low))
         above += int(np.count_nonzero(p > high))
     return below < need and above < need
