@@ -37,8 +37,8 @@ MAX_SHAPLEY_SLICES = 10  # changed slices; more are sampled (`SAMPLED_ORDERS` sl
 SAMPLED_ORDERS = 256  # 128 random orders and their reverses
 BAND = 2.5  # percentile points each side of p: the requests "at" the p-th percentile
 # Bytes of per-request coalition sums held at once by `shapley_change` (the 2^k sums are built
-# in chunks of this size, so k = 10 at a million requests stays within ~128 MB).
-_CHUNK_BYTES = 1 << 27
+# in blocks of this size, so k = 10 at a million requests stays within ~32 MB).
+_CHUNK_BYTES = 1 << 25
 # Relative float tolerance under which a mismatch between the total and the sum of slices is
 # rounding noise, not time the slices miss.
 _REL_TOL = 1e-9
@@ -379,16 +379,18 @@ def _coalition_percentiles(
     expand = min(k, rows.bit_length() - 1)
     prefix_bits = k - expand
     v = np.empty(1 << k)
+    # one block, filled in place for each prefix: fresh memory for every doubling cost more
+    # than the sums (its pages faulted in: 0.18 -> 0.07 s for 32 coalitions of 218,000)
+    block = np.empty((1 << expand, m))
     for prefix in range(1 << prefix_bits):
-        acc = np.zeros(m)
+        block[0] = 0.0
         for i in range(prefix_bits):
-            acc = acc + (h[i] if prefix >> i & 1 else b[i])
-        block = acc[None, :]
+            block[0] += h[i] if prefix >> i & 1 else b[i]
+        size = 1
         for i in range(prefix_bits, k):
-            grown = np.empty((2 * len(block), m))
-            np.add(block, b[i], out=grown[: len(block)])  # into the block: no temporaries
-            np.add(block, h[i], out=grown[len(block) :])
-            block = grown
+            np.add(block[:size], h[i], out=block[size : 2 * size])  # the rows with slice i at head
+            block[:size] += b[i]
+            size *= 2
         # each row's two ranks bracketed, not partitioned (2.2 million values: 5 ms, not 25)
         ranked = [order_statistics(row, [r_lo, r_hi]) for row in block]
         x_lo = np.array([r[r_lo] for r in ranked])
