@@ -30,6 +30,7 @@ from budgetdiff.table import (
     FloatArray,
     all_finite,
     chunks,
+    max_abs,
     order_statistics,
 )
 
@@ -340,7 +341,7 @@ def _candidates(
         for bi, hi_i in zip(b, h, strict=True):
             low += np.minimum(bi[at], hi_i[at], out=s)
             high += np.maximum(bi[at], hi_i[at], out=s)
-    slack = 1e-9 * float(np.max(np.abs(hi))) if n else 0.0  # sums in other orders round apart
+    slack = 1e-9 * max_abs(hi) if n else 0.0  # sums in other orders round apart
     floor_value = order_statistics(lo, [r_lo])[r_lo] - slack
     ceil_value = order_statistics(hi, [r_hi])[r_hi] + slack
     below = hi < floor_value

@@ -30,7 +30,7 @@ from budgetdiff.measure.results import (
     unit_of,
 )
 from budgetdiff.numbers import pct
-from budgetdiff.table import UNATTRIBUTED, FloatArray, Run, common_ids, repeated_ids
+from budgetdiff.table import UNATTRIBUTED, FloatArray, Run, common_ids, max_abs, repeated_ids
 
 OTHER_PERCENTILES = (50.0, 90.0, 99.0)
 # The family a compared row is tested in: the rows the gate can fail on, or those that inform
@@ -766,8 +766,9 @@ def _parts(prep: Prepared, names: list[str]) -> dict[str, FloatArray]:
         return {}
     parts = {s: prep.slices[s] for s in names}
     total = prep.metrics["total"]
-    rest = total - slice_sum(parts, len(total))
-    if UNATTRIBUTED in prep.slices or (len(rest) and float(np.max(np.abs(rest))) > material(total)):
+    rest = slice_sum(parts, len(total))
+    np.subtract(total, rest, out=rest)  # total - the sum, in the sum's array
+    if UNATTRIBUTED in prep.slices or (len(rest) and max_abs(rest) > material(total)):
         parts[UNATTRIBUTED] = rest
     return parts
 

@@ -139,3 +139,18 @@ def test_between_and_the_exceedance_counts_are_numpys_masks_over_every_chunk() -
     np.testing.assert_array_equal(between(x, low, high), x[(x >= low) & (x <= high)])
     assert between(x[:0], low, high).size == 0
     assert _above_and_at(x, high) == (np.count_nonzero(x > high), np.count_nonzero(x == high))
+
+
+def test_max_abs_is_numpys_max_of_the_absolute_values() -> None:
+    """`max_abs` (the greatest and the least, no temporary) is np.max(np.abs(x)): on signed
+    values, on values all negative, with an infinity, and NaN when one is NaN."""
+    from budgetdiff.table import max_abs
+
+    rng = np.random.default_rng(3)
+    signed = rng.normal(0.0, 100.0, size=10_000)
+    cases = [signed, -np.abs(signed), np.abs(signed), np.array([-0.0]), np.array([2.0, -np.inf])]
+    for x in cases:
+        assert max_abs(x) == np.max(np.abs(x))
+    with_nan = signed.copy()
+    with_nan[17] = np.nan
+    assert np.isnan(max_abs(with_nan)) and np.isnan(np.max(np.abs(with_nan)))
