@@ -386,6 +386,19 @@ def all_finite(values: FloatArray) -> bool:
         return math.isfinite(float(values.sum()))
 
 
+def taken(values: npt.NDArray[Any], index: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """values[index], without the copy when `index` is every place in order, 0 .. n - 1 (the
+    same requests in the same order on both sides); that told a chunk at a time, not by
+    np.diff's array of every place (80 MB at ten million, each of the rows' calls)."""
+    return values if _every_place(index, len(values)) else values[index]
+
+
+def _every_place(index: npt.NDArray[Any], n: int) -> bool:
+    if index.size != n or (n and (index[0] != 0 or index[-1] != n - 1)):
+        return False
+    return all(np.array_equal(index[at], np.arange(at.start, at.stop)) for at, _ in chunks(n))
+
+
 def max_abs(values: FloatArray) -> float:
     """np.max(np.abs(values)) (NaN when one is), from the greatest and the least: no temporary
     the size of `values` (a fresh 80 MB at ten million, whose pages cost more than the pass)."""

@@ -30,7 +30,15 @@ from budgetdiff.measure.results import (
     unit_of,
 )
 from budgetdiff.numbers import pct
-from budgetdiff.table import UNATTRIBUTED, FloatArray, Run, common_ids, max_abs, repeated_ids
+from budgetdiff.table import (
+    UNATTRIBUTED,
+    FloatArray,
+    Run,
+    common_ids,
+    max_abs,
+    repeated_ids,
+    taken,
+)
 
 OTHER_PERCENTILES = (50.0, 90.0, 99.0)
 # The family a compared row is tested in: the rows the gate can fail on, or those that inform
@@ -192,8 +200,8 @@ def _split(
     if pairs is not None and len(pairs[0]) == n_base == n_head:
         ib, ih = pairs
         shapley = attribution.shapley(
-            {s: _in_order(x, ib) for s, x in base_parts.items()},
-            {s: _in_order(x, ih) for s, x in head_parts.items()},
+            {s: taken(x, ib) for s, x in base_parts.items()},
+            {s: taken(x, ih) for s, x in head_parts.items()},
             p,
         )
         change_ms, method = shapley.parts, shapley.method
@@ -201,17 +209,6 @@ def _split(
         change_ms = attribution.quantile_change(base_ms, head_ms)
         method = UNPAIRED_SPLIT
     return replace(split, base_ms=base_ms, change_ms=change_ms, method=method)
-
-
-def _in_order(values: FloatArray, index: np.ndarray) -> FloatArray:
-    """values[index], without a copy when the index is every value in order (the same requests
-    in the same order on both sides: no copy of every slice a side for the Shapley split)."""
-    n = len(values)
-    ends = n == 0 or (index[0] == 0 and index[-1] == n - 1)
-    if len(index) == n and ends and bool((np.diff(index) == 1).all()):
-        return values
-    picked: FloatArray = values[index]
-    return picked
 
 
 def _series(

@@ -38,7 +38,15 @@ from budgetdiff.stats.quantiles import (
     percentiles,
     pooled_percentile,
 )
-from budgetdiff.table import CHUNK, BoolArray, FloatArray, between, chunks, order_statistics
+from budgetdiff.table import (
+    CHUNK,
+    BoolArray,
+    FloatArray,
+    between,
+    chunks,
+    order_statistics,
+    taken,
+)
 
 IntArray = np.ndarray[Any, np.dtype[np.intp]]  # numpy.typing's NDArray: see table.FloatArray
 
@@ -405,7 +413,7 @@ def _paired_rho(b: _Side, h: _Side, pairs: tuple[IntArray, IntArray]) -> float:
     """Correlation of the two percentile estimates from the paired requests (`paired_rho`, on
     the counts of the indicators over the pairs)."""
     ib, ih = pairs
-    xb, xh = _in_pairs(b.indicator, ib), _in_pairs(h.indicator, ih)
+    xb, xh = taken(b.indicator, ib), taken(h.indicator, ih)
     both = int(np.count_nonzero(xb & xh))
     counts = PairCounts(len(ib), int(np.count_nonzero(xb)), int(np.count_nonzero(xh)), both)
     return paired_rho(counts, b.indicator.size, h.indicator.size)
@@ -439,16 +447,6 @@ def paired_rho(c: PairCounts, n_base: int, n_head: int) -> float:
     phi = (m * c.both - c.base * c.head) / math.sqrt(spread)
     rho = phi * m / math.sqrt(n_base * n_head)
     return min(max(rho, 0.0), 0.999)
-
-
-def _in_pairs(indicator: BoolArray, index: IntArray) -> BoolArray:
-    """indicator[index], without the copy when the index is every request in order."""
-    n = indicator.size
-    ends = n == 0 or (index[0] == 0 and index[-1] == n - 1)
-    if index.size == n and ends and bool((np.diff(index) == 1).all()):
-        return indicator
-    picked: BoolArray = indicator[index]
-    return picked
 
 
 def _autocorr_note(b: _Side, h: _Side) -> str | None:

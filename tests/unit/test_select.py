@@ -154,3 +154,24 @@ def test_max_abs_is_numpys_max_of_the_absolute_values() -> None:
     with_nan = signed.copy()
     with_nan[17] = np.nan
     assert np.isnan(max_abs(with_nan)) and np.isnan(np.max(np.abs(with_nan)))
+
+
+def test_taken_is_numpys_gather_and_no_copy_only_for_every_place_in_order() -> None:
+    """`taken(values, index)` is values[index]; the values themselves (no copy) only when the
+    index is 0 .. n - 1, told a chunk at a time: one place out of order in a later chunk, a
+    swap, a shorter index and an index with the right ends each gather."""
+    from budgetdiff.table import taken
+
+    n = 600_000  # past two chunks
+    values = np.random.default_rng(5).normal(size=n)
+    every = np.arange(n)
+    assert taken(values, every) is values
+    assert taken(values[:0], every[:0]).size == 0
+    late = every.copy()
+    late[500_000] = 7
+    swapped = every.copy()
+    swapped[[1, 2]] = [2, 1]
+    for index in (late, swapped, every[:-1], np.array([0, n - 1]), every[::-1]):
+        got = taken(values, index)
+        assert got is not values
+        np.testing.assert_array_equal(got, values[index])
