@@ -628,6 +628,8 @@ def slice_sum(slices: dict[str, FloatArray], n: int | None = None) -> FloatArray
         n = len(next(iter(slices.values()))) if slices else 0
     out = np.zeros(n)
     with np.errstate(over="ignore"):  # an overflow is caught as a non-finite value below
-        for values in slices.values():  # fixed slice order: the same sum everywhere
-            out += values  # in place: no new array of every request per slice
+        for at, _ in chunks(n):  # a chunk of every slice while the cache holds its sums
+            part = out[at]
+            for values in slices.values():  # fixed slice order: the same sum everywhere
+                part += values[at]  # in place: no new array of every request per slice
     return out

@@ -310,3 +310,18 @@ def test_the_most_left_over_of_a_long_run_is_numpys_on_the_whole_arrays() -> Non
     assert _most_left(total, slices) == float(np.max(total - slice_sum(slices)))
     total[17] = np.nan
     assert np.isnan(_most_left(total, slices))
+
+
+def test_the_slices_sum_of_a_long_run_is_the_left_to_right_sum_of_the_whole_arrays() -> None:
+    """`slice_sum` adds a chunk of every slice at a time: bit for bit the sum taken left to
+    right over the whole arrays, (((0 + a) + b) + c), across chunks, a NaN and an inf in."""
+    from budgetdiff.measure.prepare import slice_sum
+
+    rng = np.random.default_rng(13)
+    n = 700_000  # past two chunks
+    slices = {s: rng.lognormal(3.0, 2.0, n) for s in ("queue", "prefill", "decode")}
+    slices["prefill"][300_000] = np.nan
+    slices["decode"][650_000] = np.inf
+    truth = ((np.zeros(n) + slices["queue"]) + slices["prefill"]) + slices["decode"]
+    np.testing.assert_array_equal(slice_sum(slices), truth)
+    assert slice_sum({}, 5).tolist() == [0.0] * 5
