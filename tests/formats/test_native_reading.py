@@ -487,3 +487,33 @@ def test_the_per_token_count_calls_a_median_typical_only_when_numpy_does() -> No
     n = 10
     values, counts = np.array([0.05] * 5 + [0.2] * 5), np.full(n, 2.0)
     assert not _typical_per_token(values, None, counts)  # the median (0.125) decides
+
+
+@pytest.mark.parametrize("order", ["ttft_ms,e2e_ms", "e2e_ms,ttft_ms"])
+def test_rows_without_a_latency_are_failed_whichever_column_comes_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], order: str
+) -> None:
+    """A row whose every latency is empty or 0 failed; a 0 in one column alone does not fail
+    a row. The count is numpy's on the same values, with a column that has no 0 and no gap
+    (no row of it empty: none can be) before or after the one that has zeros."""
+    rng = np.random.default_rng(23)
+    n = 300
+    ttft = np.round(rng.lognormal(np.log(300), 0.4, n), 3)
+    e2e = np.round(ttft + rng.lognormal(np.log(3000), 0.3, n), 3)
+    ttft[[3, 50, 51]] = 0.0
+    cols = {"ttft_ms": ttft, "e2e_ms": e2e}
+    for empty_too in (False, True):
+        if empty_too:  # rows 3 and 51: nothing measured at all (TTFT 0 there, no gap in it)
+            cols = {"ttft_ms": ttft, "e2e_ms": e2e.copy()}
+            cols["e2e_ms"][[3, 51]] = [0.0, np.nan]
+        names = order.split(",")
+        lines = [f"request_id,{order}"]
+        for i in range(n):
+            cells = ["" if np.isnan(cols[c][i]) else repr(float(cols[c][i])) for c in names]
+            lines.append(f"r{i}," + ",".join(cells))
+        head, budget = _files(tmp_path, "\n".join(lines) + "\n")
+        code, report = _json_check(head, budget, capsys)
+        none = np.ones(n, dtype=bool)
+        for c in names:
+            none &= np.isnan(cols[c]) | (cols[c] == 0)
+        assert code != 2 and report["failed"]["head"] == int(none.sum()) == (2 if empty_too else 0)
