@@ -318,10 +318,15 @@ class Reading:
         limit = sources.max_bytes(self.environ)
         per_file, sizes = [], []
         for path in source.paths:
-            data = sources.read_bytes(path, source.ref, limit)
-            sizes.append(len(data))
             label = f"{source.ref}:{path}" if source.ref else path
-            runs = detect.read(data, label, self.fmt, options)
+            head = sources.head_of(path, source.ref, limit, detect.SNIFF_BYTES)
+            if head is not None and detect.parquet_reader(head, label, self.fmt, options):
+                sizes.append(Path(path).stat().st_size)  # pyarrow reads it: no bytes held
+                runs = detect.read_parquet(path, label, options)
+            else:
+                data = sources.read_bytes(path, source.ref, limit)
+                sizes.append(len(data))
+                runs = detect.read(data, label, self.fmt, options)
             per_file.append(_with_companion(runs, path, source.ref, limit))
         runs = combine(per_file, list(source.paths))  # one file passes through, after its checks
         return Side(self._wanted(runs, source.paths[0]), tuple(sizes))

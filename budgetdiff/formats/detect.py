@@ -82,6 +82,29 @@ def read(data: bytes, source: str, fmt: str, options: ReadOptions) -> list[Run]:
     chosen = detect(data, source, options) if fmt == "auto" else reader(fmt)
     with _sorted_errors(chosen.name, source), _collector_paused():
         runs = chosen.read(data, source, options)
+    return _checked(runs, chosen, source)
+
+
+def parquet_reader(head: bytes, source: str, fmt: str, options: ReadOptions) -> bool:
+    """A file whose first bytes (`head`, up to SNIFF_BYTES) are a Parquet table's that the
+    native reader would read (`read` would choose it): `read_parquet` reads it from its path."""
+    if not head.startswith(b"PAR1"):
+        return False
+    chosen = detect(head, source, options) if fmt == "auto" else reader(fmt)
+    return chosen.name == "native"
+
+
+def read_parquet(path: str, source: str, options: ReadOptions) -> list[Run]:
+    """`read` of a native Parquet table (`parquet_reader`), pyarrow reading the file itself."""
+    from budgetdiff.formats.native import build as native
+
+    chosen = reader("native")
+    with _sorted_errors(chosen.name, source), _collector_paused():
+        runs = native.read_parquet(path, source, options)
+    return _checked(runs, chosen, source)
+
+
+def _checked(runs: list[Run], chosen: Reader, source: str) -> list[Run]:
     if not runs:
         raise ReadError(f"{source}: {chosen.name}: the file holds no runs", file=source)
     for run in runs:  # one place for every reader: no computation sees an absurd value

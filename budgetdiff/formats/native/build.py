@@ -42,7 +42,7 @@ from budgetdiff.formats.native.columns import (
     request_ids,
 )
 from budgetdiff.formats.native.derive import derived_for, with_client_slices
-from budgetdiff.formats.native.load import load
+from budgetdiff.formats.native.load import load, load_parquet
 from budgetdiff.formats.native.mapping import Mapping, known_slices, map_columns
 from budgetdiff.formats.native.names import (
     CLASS,
@@ -84,6 +84,11 @@ MAX_CLASSES = 100  # a class column with more values is an id, not classes of tr
 def read(data: bytes, source: str, options: ReadOptions) -> list[Run]:
     """Read one native table: one Run, or one per class of traffic."""
     return _runs(load(data, source), source, options)
+
+
+def read_parquet(path: str, source: str, options: ReadOptions) -> list[Run]:
+    """`read` of a Parquet table from its path (`load_parquet`)."""
+    return _runs(load_parquet(path, source), source, options)
 
 
 def read_arrow(table: pa.Table, source: str, options: ReadOptions) -> list[Run]:
