@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -55,11 +56,13 @@ def head_of(path: str, ref: str | None, limit: int, size: int) -> bytes | None:
     """The first `size` bytes of a file of the work tree within the limit, for a reader that
     reads the file itself (a Parquet table: pyarrow reads its column chunks, no copy of the
     whole file in memory first, 0.4 GB a side at ten million requests); None for a commit's
-    file, or one `read_bytes` must say what is wrong with."""
+    file, or one `read_bytes` must say what is wrong with, or one that is not a regular file
+    (a pipe, `<(...)`: what is read of it here would be gone for `read_bytes`)."""
     if ref is not None:
         return None
     try:
-        if Path(path).stat().st_size > limit:
+        info = Path(path).stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
             return None
         with open(path, "rb") as f:
             return f.read(size)

@@ -89,3 +89,44 @@ def test_a_damaged_parquet_file_and_one_over_the_limit_are_one_line(
     code, _, err = _compare(tmp_path, capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert "head.parquet" in err and "not a readable Parquet file" in err
+
+
+def test_a_table_from_a_pipe_is_read_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--head <(...)`: a pipe is read once, into bytes; nothing of it is taken to look at
+    first (what would be gone for the reading: the read then waits for a writer that has
+    left, so the run is a child with a deadline). The report is the file's own."""
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    _side(tmp_path / "base.parquet", 1)
+    _side(tmp_path / "head.parquet", 2)
+    code, from_file, err = _compare(tmp_path, capsys)
+    assert code in (0, 1), err
+    data = (tmp_path / "head.parquet").read_bytes()
+    pipe = tmp_path / "pipe.parquet"
+    os.mkfifo(pipe)
+
+    def write() -> None:
+        try:
+            with open(pipe, "wb") as w:
+                w.write(data)
+        except BrokenPipeError:  # the reader closed it early: the test fails below
+            pass
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    argv = [sys.executable, "-m", "budgetdiff", "compare", "--base", "base.parquet"]
+    argv += ["--head", "pipe.parquet", "--budget", "budget.yml", "--output", "json"]
+    try:
+        child = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    finally:
+        if writer.is_alive():  # let a writer still waiting for a reader go
+            with open(pipe, "rb") as r:
+                r.read()
+    assert child.returncode == code, child.stderr
+    mine, theirs = _report(from_file), _report(child.stdout)
+    assert mine["slo"] == theirs["slo"] and mine["slices"] == theirs["slices"]
