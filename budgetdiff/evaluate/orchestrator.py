@@ -319,9 +319,9 @@ class Reading:
         per_file, sizes = [], []
         for path in source.paths:
             label = f"{source.ref}:{path}" if source.ref else path
-            head = sources.head_of(path, source.ref, limit, detect.SNIFF_BYTES)
-            if head is not None and detect.parquet_reader(head, label, self.fmt, options):
-                sizes.append(Path(path).stat().st_size)  # pyarrow reads it: no bytes held
+            seen = sources.head_of(path, source.ref, limit, detect.SNIFF_BYTES)
+            if seen is not None and detect.parquet_reader(seen[0], label, self.fmt, options):
+                sizes.append(seen[1])  # pyarrow reads it: no bytes held
                 runs = detect.read_parquet(path, label, options)
             else:
                 data = sources.read_bytes(path, source.ref, limit)

@@ -52,12 +52,13 @@ def read_bytes(path: str, ref: str | None, limit: int) -> bytes:
     return data
 
 
-def head_of(path: str, ref: str | None, limit: int, size: int) -> bytes | None:
-    """The first `size` bytes of a file of the work tree within the limit, for a reader that
-    reads the file itself (a Parquet table: pyarrow reads its column chunks, no copy of the
-    whole file in memory first, 0.4 GB a side at ten million requests); None for a commit's
-    file, or one `read_bytes` must say what is wrong with, or one that is not a regular file
-    (a pipe, `<(...)`: what is read of it here would be gone for `read_bytes`)."""
+def head_of(path: str, ref: str | None, limit: int, size: int) -> tuple[bytes, int] | None:
+    """The first `size` bytes of a file of the work tree within the limit, and its size (one
+    `stat`: no second look that could find it gone), for a reader that reads the file itself
+    (a Parquet table: pyarrow reads its column chunks, no copy of the whole file in memory
+    first, 0.4 GB a side at ten million requests); None for a commit's file, one that
+    `read_bytes` must say what is wrong with, or one that is not a regular file (a pipe,
+    `<(...)`: what is read of it here would be gone for `read_bytes`)."""
     if ref is not None:
         return None
     try:
@@ -65,7 +66,7 @@ def head_of(path: str, ref: str | None, limit: int, size: int) -> bytes | None:
         if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
             return None
         with open(path, "rb") as f:
-            return f.read(size)
+            return f.read(size), info.st_size
     except OSError:
         return None
 
