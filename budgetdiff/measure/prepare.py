@@ -323,25 +323,29 @@ def _unattributed(
     if UNATTRIBUTED in budget.slices or (
         len(total) and _most_left(total, slices) > material(total)
     ):
-        rest = total - slice_sum(slices, len(total))  # all zero when the total is their sum
-        return np.clip(rest, 0.0, None)
+        rest = rest_of(total, slices)  # all zero when the total is their sum
+        return np.clip(rest, 0.0, None, out=rest)
     return None
 
 
 def _most_left(total: FloatArray, slices: dict[str, FloatArray]) -> float:
-    """max(total - slice_sum(slices)), NaN if one is: the same sums, a chunk at a time while
-    the cache holds it (`CHUNK`), with no array of every request's rest."""
+    """max(rest_of(total, slices)), NaN if one is: the same sums, a chunk at a time while the
+    cache holds it (`CHUNK`), with no array of every request's rest."""
     n = len(total)
     acc = np.empty(min(n, CHUNK))
     most = []
     for at, m in chunks(n):
         a = acc[:m]
         a.fill(0.0)
-        with np.errstate(over="ignore"):  # as slice_sum's: a non-finite sum is caught later
-            for values in slices.values():  # in slice_sum's order: the same sums
-                a += values[at]
+        _add_slices(slices, at, a)
         most.append(float(np.max(np.subtract(total[at], a, out=a))))
     return float(np.max(most))
+
+
+def rest_of(total: FloatArray, slices: dict[str, FloatArray]) -> FloatArray:
+    """total - slice_sum(slices) per request, in the sum's own array (no second array)."""
+    rest = slice_sum(slices, len(total))
+    return np.subtract(total, rest, out=rest)
 
 
 def _check_finite(run: Run, kept: _Kept, named: list[tuple[str, FloatArray | None]]) -> None:
@@ -627,9 +631,14 @@ def slice_sum(slices: dict[str, FloatArray], n: int | None = None) -> FloatArray
     if n is None:
         n = len(next(iter(slices.values()))) if slices else 0
     out = np.zeros(n)
-    with np.errstate(over="ignore"):  # an overflow is caught as a non-finite value below
-        for at, _ in chunks(n):  # a chunk of every slice while the cache holds its sums
-            part = out[at]
-            for values in slices.values():  # fixed slice order: the same sum everywhere
-                part += values[at]  # in place: no new array of every request per slice
+    for at, _ in chunks(n):  # a chunk of every slice while the cache holds its sums
+        _add_slices(slices, at, out[at])
     return out
+
+
+def _add_slices(slices: dict[str, FloatArray], at: slice, into: FloatArray) -> None:
+    """Each slice's values at `at` added into `into`, in the fixed slice order (the same sums
+    everywhere), in place."""
+    with np.errstate(over="ignore"):  # an overflow is caught as a non-finite value later
+        for values in slices.values():
+            into += values[at]

@@ -17,7 +17,7 @@ import numpy as np
 from budgetdiff import numbers, stats
 from budgetdiff.budget.model import Budget, Regression
 from budgetdiff.measure import attribution, rebudget, whatif
-from budgetdiff.measure.prepare import Prepared, material, slice_sum
+from budgetdiff.measure.prepare import Prepared, material, rest_of, slice_sum
 from budgetdiff.measure.results import (
     METRIC_LABELS,
     Change,
@@ -763,8 +763,7 @@ def _parts(prep: Prepared, names: list[str]) -> dict[str, FloatArray]:
         return {}
     parts = {s: prep.slices[s] for s in names}
     total = prep.metrics["total"]
-    rest = slice_sum(parts, len(total))
-    np.subtract(total, rest, out=rest)  # total - the sum, in the sum's array
+    rest = rest_of(total, parts)
     if UNATTRIBUTED in prep.slices or (len(rest) and max_abs(rest) > material(total)):
         parts[UNATTRIBUTED] = rest
     return parts

@@ -41,7 +41,7 @@ def load(data: bytes, source: str) -> Table:
             NAME, source, "the file is empty; write one row per request with a header"
         )
     if data.startswith(b"PAR1"):
-        return _load_parquet(data, source)
+        return load_parquet(data, source)
     first = _first_byte(data)
     if first == b"[":
         return _load_json_array(data, source)
@@ -50,13 +50,9 @@ def load(data: bytes, source: str) -> Table:
     return _load_csv(data, source)
 
 
-def load_parquet(path: str, source: str) -> Table:
-    """A Parquet table that pyarrow reads from its path (its column chunks, no copy of the
-    whole file in memory first): `load`'s table of the same file's bytes."""
-    return _load_parquet(path, source)
-
-
-def _load_parquet(data: bytes | str, source: str) -> Table:
+def load_parquet(data: bytes | str, source: str) -> Table:
+    """A Parquet table from the file's bytes, or from its path (pyarrow reads its column
+    chunks: no copy of the whole file in memory first)."""
     import pyarrow.parquet as pq
 
     try:
